@@ -1,0 +1,1 @@
+//! AILANG interpreter (in progress).
