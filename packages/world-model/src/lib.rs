@@ -1,1 +1,21 @@
-//! Pure domain types.
+//! World's domain model: the types and rules every World process agrees on — content
+//! addresses, the one canonical JSON encoding, grants and the grant law, identifier grammars,
+//! MCP tool-name escaping, session credentials and the failure table.
+//!
+//! Everything here is pure: no I/O, no clock, no randomness. Callers pass in the time and the
+//! random bytes, so each rule is a plain function pinned by table tests.
+
+mod quote;
+
+pub mod credential;
+pub mod grant;
+pub mod hashref;
+
+pub use credential::{
+    Credential, SessionDenial, mint_token_hex, parse_authorization, resolve_expiry,
+};
+pub use grant::{
+    AccessTriple, Decision, Denial, Grant, GrantParseError, Selection, decide, grants_allow,
+    select_grant,
+};
+pub use hashref::{HashRef, HashRefError, semantic_interface_hash};
