@@ -1,1 +1,10 @@
-//! AILANG interpreter (in progress).
+//! AILANG, the project's own interpreter: lexer, parser, evaluator, native standard library
+//! and the command-line contract (`run`, `test`, `check`) that the capsule invokes.
+
+pub mod ast;
+pub mod diag;
+pub mod lexer;
+pub mod parser;
+pub mod stack;
+
+pub use diag::{Diagnostic, Pos};

@@ -1,0 +1,245 @@
+//! The syntax tree. Every expression and pattern carries its source position.
+
+use crate::diag::Pos;
+use std::rc::Rc;
+
+pub type Name = Rc<str>;
+
+#[derive(Debug, Clone)]
+pub struct Module {
+    /// `module a/b`, when the file has a header.
+    pub name: Option<(String, Pos)>,
+    pub imports: Vec<Import>,
+    pub decls: Vec<Decl>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Import {
+    pub path: String,
+    pub pos: Pos,
+    /// `None` imports every export; `Some` is a selective list.
+    pub items: Option<Vec<ImportItem>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ImportItem {
+    pub name: Name,
+    pub alias: Option<Name>,
+    pub pos: Pos,
+}
+
+impl ImportItem {
+    /// The name the item is bound to in the importing module.
+    pub fn local_name(&self) -> &Name {
+        self.alias.as_ref().unwrap_or(&self.name)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Decl {
+    Type(TypeDecl),
+    Func(Rc<FuncDecl>),
+    /// `test "name" = expr`: passes when the expression is `true`.
+    Test { name: String, body: Expr, pos: Pos },
+}
+
+#[derive(Debug, Clone)]
+pub struct TypeDecl {
+    pub name: Name,
+    pub params: Vec<Name>,
+    pub exported: bool,
+    pub body: TypeBody,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub enum TypeBody {
+    Variants(Vec<Variant>),
+    Alias(TypeExpr),
+}
+
+#[derive(Debug, Clone)]
+pub struct Variant {
+    pub name: Name,
+    pub fields: Vec<TypeExpr>,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypeExpr {
+    /// `int`, `Json`, `Option[a]`, a type variable `a`.
+    Named(Name, Vec<TypeExpr>),
+    List(Box<TypeExpr>),
+    Tuple(Vec<TypeExpr>),
+    Unit,
+    Record { fields: Vec<(Name, TypeExpr)>, open: bool },
+    Func(Vec<TypeExpr>, Box<TypeExpr>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: Name,
+    pub ty: Option<TypeExpr>,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub struct FuncDecl {
+    pub name: Name,
+    pub exported: bool,
+    pub params: Vec<Param>,
+    pub ret: Option<TypeExpr>,
+    pub requires: Vec<Expr>,
+    pub ensures: Vec<Expr>,
+    /// Inline `tests [(input, expected), …]` rows.
+    pub tests: Vec<TestRow>,
+    pub annotations: Vec<String>,
+    pub body: Expr,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub struct TestRow {
+    pub input: Expr,
+    pub expected: Expr,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub enum ExprKind {
+    Int(i64),
+    Float(f64),
+    Str(Rc<str>),
+    /// `"a${x}b"`: literal pieces and shown expressions, concatenated.
+    Interp(Vec<InterpPart>),
+    Bool(bool),
+    Unit,
+    Var(Name),
+    Call(Box<Expr>, Vec<Expr>),
+    Field(Box<Expr>, Name),
+    Record(Vec<(Name, Expr)>),
+    RecordUpdate(Box<Expr>, Vec<(Name, Expr)>),
+    Tuple(Vec<Expr>),
+    List(Vec<Expr>),
+    Lambda(Rc<Lambda>),
+    If(Box<Expr>, Box<Expr>, Box<Expr>),
+    Match(Box<Expr>, Vec<Arm>),
+    /// `let p = e in body` (`recursive` for `letrec`).
+    Let { pat: Pattern, value: Box<Expr>, body: Box<Expr>, recursive: bool },
+    Block(Vec<Stmt>),
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+}
+
+#[derive(Debug, Clone)]
+pub enum InterpPart {
+    Lit(Rc<str>),
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone)]
+pub struct Lambda {
+    pub params: Vec<Param>,
+    pub body: Expr,
+}
+
+#[derive(Debug, Clone)]
+pub enum Stmt {
+    Let { pat: Pattern, value: Expr, pos: Pos },
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone)]
+pub struct Arm {
+    pub pat: Pattern,
+    pub guard: Option<Expr>,
+    pub body: Expr,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    pub kind: PatKind,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone)]
+pub enum PatKind {
+    Wildcard,
+    Var(Name),
+    Int(i64),
+    Float(f64),
+    Str(Rc<str>),
+    Bool(bool),
+    Unit,
+    /// A constructor, with its argument patterns (empty when nullary).
+    Ctor(Name, Vec<Pattern>),
+    Tuple(Vec<Pattern>),
+    /// `[a, b]`, or `[a, ...rest]` when `rest` is set.
+    List(Vec<Pattern>, Option<Box<Pattern>>),
+    Cons(Box<Pattern>, Box<Pattern>),
+    Record { fields: Vec<(Name, Pattern)>, open: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryOp {
+    Neg,
+    Not,
+    BitNot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Or,
+    And,
+    BitXor,
+    BitAnd,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Shl,
+    Shr,
+    Cons,
+    Append,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Pow,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Or => "||",
+            BinOp::And => "&&",
+            BinOp::BitXor => "^",
+            BinOp::BitAnd => "&",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::Cons => "::",
+            BinOp::Append => "++",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Pow => "**",
+        }
+    }
+}

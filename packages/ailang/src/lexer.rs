@@ -1,0 +1,380 @@
+//! Tokens for AILANG source text.
+//!
+//! Interpolated strings are lexed eagerly: each `${…}` becomes its own token list (ending in
+//! `Eof`) that the parser reads with a sub-parser. Tokens remember whether a line break came
+//! before them, because blocks accept a newline where a `;` would go.
+
+use crate::diag::{Diagnostic, Pos};
+use std::rc::Rc;
+
+/// How deeply string interpolations may nest inside one another.
+const MAX_INTERPOLATION_DEPTH: usize = 32;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tok {
+    Ident(Rc<str>),
+    Int(i64),
+    Float(f64),
+    Str(Vec<StrPart>),
+    Sym(&'static str),
+    Eof,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum StrPart {
+    Lit(String),
+    /// The tokens of one `${…}` expression, ending in `Eof`.
+    Interp(Vec<Token>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Token {
+    pub tok: Tok,
+    pub pos: Pos,
+    /// A line break separates this token from the previous one.
+    pub newline_before: bool,
+}
+
+/// Operators and punctuation, longest first so that maximal munch is a linear scan.
+const SYMBOLS: &[&str] = &[
+    "...", "..", "->", "=>", "==", "!=", "<=", ">=", "<<", ">>", "++", "::", "&&", "||", "**",
+    "(", ")", "[", "]", "{", "}", ",", ";", ":", ".", "=", "<", ">", "+", "-", "*", "/", "%",
+    "!", "~", "&", "^", "|", "\\", "@", "#",
+];
+
+pub fn lex(source: &str) -> Result<Vec<Token>, Diagnostic> {
+    let mut lexer = Lexer {
+        chars: source.chars().collect(),
+        at: 0,
+        line: 1,
+        col: 1,
+        depth: 0,
+    };
+    lexer.tokens_until(false)
+}
+
+struct Lexer {
+    chars: Vec<char>,
+    at: usize,
+    line: u32,
+    col: u32,
+    depth: usize,
+}
+
+fn illegal(message: impl Into<String>, pos: Pos) -> Diagnostic {
+    Diagnostic::at("PAR_ILLEGAL_TOKEN", message, pos)
+}
+
+impl Lexer {
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.at).copied()
+    }
+
+    fn peek_at(&self, ahead: usize) -> Option<char> {
+        self.chars.get(self.at + ahead).copied()
+    }
+
+    fn pos(&self) -> Pos {
+        Pos::new(self.line, self.col)
+    }
+
+    fn bump(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.at += 1;
+        if c == '\n' {
+            self.line += 1;
+            self.col = 1;
+        } else {
+            self.col += 1;
+        }
+        Some(c)
+    }
+
+    /// Skip blanks and comments; report whether a line break was crossed.
+    fn skip_trivia(&mut self) -> bool {
+        let mut newline = false;
+        while let Some(c) = self.peek() {
+            if c == '\n' {
+                newline = true;
+                self.bump();
+            } else if c.is_whitespace() {
+                self.bump();
+            } else if c == '-' && self.peek_at(1) == Some('-') {
+                while let Some(c) = self.peek() {
+                    if c == '\n' {
+                        break;
+                    }
+                    self.bump();
+                }
+            } else {
+                break;
+            }
+        }
+        newline
+    }
+
+    /// Lex to end of input, or (inside `${…}`) to the `}` that closes the interpolation.
+    fn tokens_until(&mut self, in_interpolation: bool) -> Result<Vec<Token>, Diagnostic> {
+        let mut tokens = Vec::new();
+        let mut brace_depth = 0usize;
+        loop {
+            let newline_before = self.skip_trivia();
+            let pos = self.pos();
+            let Some(c) = self.peek() else {
+                if in_interpolation {
+                    return Err(illegal("unterminated interpolation `${`", pos));
+                }
+                tokens.push(Token { tok: Tok::Eof, pos, newline_before });
+                return Ok(tokens);
+            };
+            if in_interpolation && c == '}' && brace_depth == 0 {
+                self.bump();
+                tokens.push(Token { tok: Tok::Eof, pos, newline_before });
+                return Ok(tokens);
+            }
+            let tok = if c.is_ascii_digit() {
+                self.number(pos)?
+            } else if c == '_' || c.is_alphabetic() {
+                let mut name = String::new();
+                while let Some(c) = self.peek() {
+                    if c == '_' || c.is_alphanumeric() {
+                        name.push(c);
+                        self.bump();
+                    } else {
+                        break;
+                    }
+                }
+                Tok::Ident(name.into())
+            } else if c == '"' {
+                self.bump();
+                Tok::Str(self.string_body('"', pos)?)
+            } else if c == '\'' {
+                self.bump();
+                Tok::Str(self.string_body('\'', pos)?)
+            } else {
+                let sym = SYMBOLS
+                    .iter()
+                    .find(|s| s.chars().enumerate().all(|(i, sc)| self.peek_at(i) == Some(sc)))
+                    .copied()
+                    .ok_or_else(|| illegal(format!("unexpected character {c:?}"), pos))?;
+                for _ in 0..sym.chars().count() {
+                    self.bump();
+                }
+                match sym {
+                    "{" => brace_depth += 1,
+                    "}" => brace_depth = brace_depth.saturating_sub(1),
+                    _ => {}
+                }
+                Tok::Sym(sym)
+            };
+            tokens.push(Token { tok, pos, newline_before });
+        }
+    }
+
+    fn number(&mut self, pos: Pos) -> Result<Tok, Diagnostic> {
+        if self.peek() == Some('0') && matches!(self.peek_at(1), Some('x' | 'X')) {
+            self.bump();
+            self.bump();
+            let mut digits = String::new();
+            while let Some(c) = self.peek().filter(|c| c.is_ascii_hexdigit() || *c == '_') {
+                if c != '_' {
+                    digits.push(c);
+                }
+                self.bump();
+            }
+            return i64::from_str_radix(&digits, 16)
+                .map(Tok::Int)
+                .map_err(|_| Diagnostic::at("PAR021", format!("invalid hex literal 0x{digits}"), pos));
+        }
+        let mut text = String::new();
+        let mut is_float = false;
+        self.digits(&mut text);
+        if self.peek() == Some('.') && self.peek_at(1).is_some_and(|c| c.is_ascii_digit()) {
+            is_float = true;
+            text.push('.');
+            self.bump();
+            self.digits(&mut text);
+        }
+        if matches!(self.peek(), Some('e' | 'E')) {
+            let signed = matches!(self.peek_at(1), Some('+' | '-'));
+            let digit_at = if signed { 2 } else { 1 };
+            if self.peek_at(digit_at).is_some_and(|c| c.is_ascii_digit()) {
+                is_float = true;
+                text.push('e');
+                self.bump();
+                if signed {
+                    text.push(self.bump().unwrap_or('+'));
+                }
+                self.digits(&mut text);
+            }
+        }
+        if is_float {
+            text.parse::<f64>()
+                .map(Tok::Float)
+                .map_err(|_| Diagnostic::at("PAR021", format!("invalid float literal {text}"), pos))
+        } else {
+            text.parse::<i64>().map(Tok::Int).map_err(|_| {
+                Diagnostic::at("PAR021", format!("integer literal {text} is out of range"), pos)
+            })
+        }
+    }
+
+    fn digits(&mut self, into: &mut String) {
+        while let Some(c) = self.peek().filter(|c| c.is_ascii_digit() || *c == '_') {
+            if c != '_' {
+                into.push(c);
+            }
+            self.bump();
+        }
+    }
+
+    fn string_body(&mut self, quote: char, start: Pos) -> Result<Vec<StrPart>, Diagnostic> {
+        let mut parts = Vec::new();
+        let mut literal = String::new();
+        loop {
+            let pos = self.pos();
+            let Some(c) = self.bump() else {
+                return Err(illegal("unterminated string literal", start));
+            };
+            match c {
+                c if c == quote => break,
+                '\\' => literal.push(self.escape(pos)?),
+                '$' if quote == '"' && self.peek() == Some('{') => {
+                    self.bump();
+                    if self.depth >= MAX_INTERPOLATION_DEPTH {
+                        return Err(illegal("string interpolation nested too deeply", pos));
+                    }
+                    if !literal.is_empty() {
+                        parts.push(StrPart::Lit(std::mem::take(&mut literal)));
+                    }
+                    self.depth += 1;
+                    let inner = self.tokens_until(true);
+                    self.depth -= 1;
+                    parts.push(StrPart::Interp(inner?));
+                }
+                '\n' if quote == '\'' => return Err(illegal("unterminated character literal", start)),
+                c => literal.push(c),
+            }
+        }
+        if !literal.is_empty() || parts.is_empty() {
+            parts.push(StrPart::Lit(literal));
+        }
+        Ok(parts)
+    }
+
+    fn escape(&mut self, pos: Pos) -> Result<char, Diagnostic> {
+        let Some(c) = self.bump() else {
+            return Err(illegal("unterminated escape sequence", pos));
+        };
+        let simple = match c {
+            'n' => Some('\n'),
+            't' => Some('\t'),
+            'r' => Some('\r'),
+            '\\' => Some('\\'),
+            '"' => Some('"'),
+            '\'' => Some('\''),
+            '$' => Some('$'),
+            'e' => Some('\u{1b}'),
+            '0' if !self.peek().is_some_and(|d| d.is_ascii_digit()) => Some('\0'),
+            _ => None,
+        };
+        if let Some(ch) = simple {
+            return Ok(ch);
+        }
+        let code = match c {
+            'x' => self.hex_digits(2, pos)?,
+            'u' if self.peek() == Some('{') => {
+                self.bump();
+                let mut value: u32 = 0;
+                let mut count = 0;
+                while let Some(d) = self.peek().and_then(|d| d.to_digit(16)) {
+                    self.bump();
+                    count += 1;
+                    if count > 6 {
+                        return Err(illegal("\\u{…} escape has too many digits", pos));
+                    }
+                    value = value * 16 + d;
+                }
+                if count == 0 || self.bump() != Some('}') {
+                    return Err(illegal("malformed \\u{…} escape", pos));
+                }
+                value
+            }
+            'u' => self.hex_digits(4, pos)?,
+            other => return Err(illegal(format!("unknown escape sequence \\{other}"), pos)),
+        };
+        char::from_u32(code)
+            .ok_or_else(|| illegal(format!("escape names an invalid code point U+{code:X}"), pos))
+    }
+
+    fn hex_digits(&mut self, count: usize, pos: Pos) -> Result<u32, Diagnostic> {
+        let mut value = 0u32;
+        for _ in 0..count {
+            let d = self
+                .peek()
+                .and_then(|d| d.to_digit(16))
+                .ok_or_else(|| illegal("escape needs hex digits", pos))?;
+            self.bump();
+            value = value * 16 + d;
+        }
+        Ok(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(src: &str) -> Vec<Tok> {
+        lex(src).unwrap().into_iter().map(|t| t.tok).collect()
+    }
+
+    #[test]
+    fn operators_are_munched_longest_first() {
+        assert_eq!(
+            kinds("a :: b ++ c ... ->"),
+            vec![
+                Tok::Ident("a".into()),
+                Tok::Sym("::"),
+                Tok::Ident("b".into()),
+                Tok::Sym("++"),
+                Tok::Ident("c".into()),
+                Tok::Sym("..."),
+                Tok::Sym("->"),
+                Tok::Eof
+            ]
+        );
+    }
+
+    #[test]
+    fn comments_and_newlines_are_tracked() {
+        let toks = lex("a -- note\nb").unwrap();
+        assert!(!toks[0].newline_before);
+        assert!(toks[1].newline_before);
+        assert_eq!(toks[1].pos, Pos::new(2, 1));
+    }
+
+    #[test]
+    fn escapes_decode_and_unknown_ones_fail() {
+        assert_eq!(
+            kinds(r#""\x41\u00e9\u{1F600}\e\0\$""#)[0],
+            Tok::Str(vec![StrPart::Lit("Aé😀\u{1b}\0$".into())])
+        );
+        assert_eq!(lex(r#""\q""#).unwrap_err().code, "PAR_ILLEGAL_TOKEN");
+        assert_eq!(lex(r#""\01""#).unwrap_err().code, "PAR_ILLEGAL_TOKEN");
+    }
+
+    #[test]
+    fn interpolation_nests_strings_and_braces() {
+        let toks = kinds(r#""a${f("}")}b$c""#);
+        let Tok::Str(parts) = &toks[0] else { panic!("not a string") };
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[2], StrPart::Lit("b$c".into()));
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(kinds("12 1.5 2e3 0x1F")[..4], [Tok::Int(12), Tok::Float(1.5), Tok::Float(2000.0), Tok::Int(31)]);
+        assert_eq!(lex("99999999999999999999").unwrap_err().code, "PAR021");
+    }
+}
