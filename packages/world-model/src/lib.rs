@@ -7,15 +7,26 @@
 
 mod quote;
 
+pub mod canonical;
 pub mod credential;
+pub mod failure;
 pub mod grant;
 pub mod hashref;
+pub mod ids;
+pub mod mcp_name;
 
+pub use canonical::{
+    CanonicalError, SourceCanonError, canonical_json, canonical_source, canonical_value,
+    canonicalize,
+};
 pub use credential::{
     Credential, SessionDenial, mint_token_hex, parse_authorization, resolve_expiry,
 };
+pub use failure::{Failure, FailureCode};
 pub use grant::{
     AccessTriple, Decision, Denial, Grant, GrantParseError, Selection, decide, grants_allow,
     select_grant,
 };
 pub use hashref::{HashRef, HashRefError, semantic_interface_hash};
+pub use ids::{Episode, IdError, Surface, TaskId, TransitionId, invocation_id};
+pub use mcp_name::McpNameError;
