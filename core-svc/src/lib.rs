@@ -1,1 +1,58 @@
+//! world-core: the World core service. It owns the store, sessions, the
+//! registry and admission, and serves them over the world.v1 gRPC API; the
+//! `world-core` binary also carries the operator verbs (session, genesis).
 
+pub mod attended;
+pub mod genesis;
+pub mod grpc;
+pub mod limits;
+pub mod registry;
+pub mod session;
+pub mod store;
+
+use world_model::{Failure, FailureCode};
+use world_proto::v1 as pb;
+
+use session::SessionBinding;
+use store::Store;
+
+/// The version every World binary reports.
+pub const DAEMON_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the serving core knows and shares with every request.
+pub struct Core {
+    pub store: Store,
+    /// The archived interpreter's ref and `--version` text, when serving with one.
+    pub interpreter: Option<(world_model::HashRef, String)>,
+}
+
+impl Core {
+    pub fn new(store: Store) -> Self {
+        Self { store, interpreter: None }
+    }
+
+    /// Resolves a credential fresh from the store under the credential deadline.
+    pub async fn resolve_session(&self, authorization: Option<&str>, what: &str) -> Result<SessionBinding, Failure> {
+        let now = session::now_unix();
+        match tokio::time::timeout(limits::CREDENTIAL, session::resolve(&self.store, authorization, now)).await {
+            Ok(Ok(binding)) => Ok(binding),
+            Ok(Err(error)) => Err(grpc::resolve_failure(error, what)),
+            Err(_) => Err(Failure::new(FailureCode::Timeout, "credential lookup deadline (3s) exceeded")),
+        }
+    }
+
+    pub fn health(&self) -> pb::HealthReply {
+        let (interpreter_ref, interpreter_version) = match &self.interpreter {
+            Some((reference, version)) => (reference.to_string(), version.clone()),
+            None => (String::new(), String::new()),
+        };
+        pb::HealthReply {
+            status: "ok".to_owned(),
+            daemon_version: DAEMON_VERSION.to_owned(),
+            store: self.store.location().redacted(),
+            coordinator: self.interpreter.is_some(),
+            interpreter_ref,
+            interpreter_version,
+        }
+    }
+}

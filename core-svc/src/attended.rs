@@ -1,0 +1,53 @@
+//! Attended steps: a human at the controlling terminal confirms them. The
+//! answer is read from `/dev/tty`, never from stdin, so a pipe or a script
+//! cannot confirm; under `CI` the step is refused outright.
+
+use std::fs::OpenOptions;
+use std::io::{BufRead, BufReader, Write};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AttendedError {
+    #[error(
+        "refusing: {step} is an attended step and CI is set in the environment; \
+         run it yourself from an interactive terminal without CI"
+    )]
+    UnderCi { step: String },
+    #[error(
+        "refusing: {step} is an attended step and needs a controlling terminal \
+         (/dev/tty: {cause}); run it from an interactive terminal"
+    )]
+    NoTerminal { step: String, cause: String },
+    #[error("{step} was not confirmed; nothing was done")]
+    Declined { step: String },
+}
+
+/// Asks `prompt` at the terminal and accepts only `y` or `yes`.
+pub fn confirm_yes(step: &str, prompt: &str) -> Result<(), AttendedError> {
+    let answer = ask(step, prompt)?;
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => Err(AttendedError::Declined { step: step.to_owned() }),
+    }
+}
+
+/// Asks `prompt` at the terminal and accepts only the exact `phrase`.
+pub fn confirm_phrase(step: &str, prompt: &str, phrase: &str) -> Result<(), AttendedError> {
+    let answer = ask(step, prompt)?;
+    if answer.trim_end_matches(['\r', '\n']) == phrase {
+        Ok(())
+    } else {
+        Err(AttendedError::Declined { step: step.to_owned() })
+    }
+}
+
+fn ask(step: &str, prompt: &str) -> Result<String, AttendedError> {
+    if std::env::var_os("CI").is_some() {
+        return Err(AttendedError::UnderCi { step: step.to_owned() });
+    }
+    let no_terminal = |e: std::io::Error| AttendedError::NoTerminal { step: step.to_owned(), cause: e.to_string() };
+    let mut tty = OpenOptions::new().read(true).write(true).open("/dev/tty").map_err(no_terminal)?;
+    tty.write_all(prompt.as_bytes()).and_then(|()| tty.flush()).map_err(no_terminal)?;
+    let mut answer = String::new();
+    BufReader::new(tty).read_line(&mut answer).map_err(no_terminal)?;
+    Ok(answer)
+}

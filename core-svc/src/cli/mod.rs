@@ -1,0 +1,128 @@
+//! Command-line surface of `world-core`.
+
+mod serve;
+mod session;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use world_core::store::{OpenMode, Store, StoreError, StoreLocation};
+
+#[derive(Parser)]
+#[command(name = "world-core", version, about = "The World core: store, sessions, registry and invocation over gRPC")]
+struct Cli {
+    /// Log line format on stderr.
+    #[arg(long, global = true, env = "WORLD_LOG_FORMAT", value_enum, default_value = "human")]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the world.v1 gRPC API over a store.
+    Serve(serve::ServeArgs),
+    /// Mint, list and revoke session credentials (works while a core serves).
+    #[command(subcommand)]
+    Session(session::SessionCommand),
+    /// Commit the genesis world (revision 0) to a store that has no head yet.
+    Genesis(GenesisArgs),
+}
+
+#[derive(clap::Args)]
+struct GenesisArgs {
+    /// The store: a SQLite file path or a postgres:// URL (created when missing).
+    #[arg(long, env = "WORLD_STORE")]
+    store: String,
+}
+
+/// A failed verb: the message for stderr and the exit code.
+pub struct Failed {
+    code: u8,
+    message: String,
+}
+
+impl Failed {
+    /// A usage error or a refusal: exit 1.
+    pub fn refused(message: impl ToString) -> Self {
+        Self { code: 1, message: message.to_string() }
+    }
+
+    /// The store or the runtime failed: exit 2.
+    pub fn fatal(message: impl ToString) -> Self {
+        Self { code: 2, message: message.to_string() }
+    }
+}
+
+pub type Outcome = Result<(), Failed>;
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("world-core: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await,
+            Command::Session(command) => session::run(command).await,
+            Command::Genesis(args) => genesis(args).await,
+        }
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failed) => {
+            eprintln!("world-core: {}", failed.message);
+            ExitCode::from(failed.code)
+        }
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+pub fn parse_location(text: &str) -> Result<StoreLocation, Failed> {
+    StoreLocation::parse(text).map_err(Failed::refused)
+}
+
+pub async fn open_store(location: &StoreLocation, mode: OpenMode) -> Result<Store, Failed> {
+    Store::open(location, mode).await.map_err(|error| match error {
+        StoreError::Missing(_) => Failed::refused(error),
+        error => Failed::fatal(format!("cannot open world store {location}: {error}")),
+    })
+}
+
+async fn genesis(args: GenesisArgs) -> Outcome {
+    let location = parse_location(&args.store)?;
+    let store = open_store(&location, OpenMode::CreateIfMissing).await?;
+    let result = world_core::genesis::commit_genesis(&store, world_core::session::now_unix()).await;
+    store.close().await;
+    match result {
+        Ok(world) => {
+            println!("genesis committed: world {} (revision 0, entry 0) in {location}", world.reference);
+            Ok(())
+        }
+        Err(StoreError::Conflict { selected, .. }) => Err(Failed::refused(format!(
+            "refusing: {location} already has a selected world head ({}); genesis is only for a store with none",
+            selected.map(|h| h.to_string()).unwrap_or_default()
+        ))),
+        Err(error) => Err(Failed::fatal(format!("genesis failed: {error}"))),
+    }
+}

@@ -1,0 +1,85 @@
+//! `world-core serve`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+use world_core::Core;
+use world_core::store::{LockMode, OpenMode, ServingLock};
+
+use super::{Failed, Outcome, open_store, parse_location};
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// The store: a SQLite file path or a postgres:// URL (created when missing).
+    #[arg(long, env = "WORLD_STORE")]
+    store: String,
+    /// The gRPC listen address (port 0 picks a free port; the startup line names it).
+    #[arg(long, env = "WORLD_LISTEN", default_value = "127.0.0.1:7650")]
+    listen: SocketAddr,
+    /// The pinned AILANG interpreter; without it there is no coordinator and
+    /// invocations answer "not available".
+    #[arg(long, env = "WORLD_AILANG_BIN")]
+    ailang_bin: Option<PathBuf>,
+    /// Where interpreter archives live (default `<store>.artifacts/` for SQLite;
+    /// required for PostgreSQL).
+    #[arg(long, env = "WORLD_ARTIFACTS")]
+    artifacts: Option<PathBuf>,
+    /// Episode worktrees live at `<DIR>/<episode>`.
+    #[arg(long, env = "WORLD_WORKSPACE_ROOT")]
+    workspace_root: Option<PathBuf>,
+    /// The examples corpus for the examples-search tool.
+    #[arg(long, env = "WORLD_EXAMPLES_DIR")]
+    examples_dir: Option<PathBuf>,
+    /// Serve Prometheus metrics on this address.
+    #[arg(long, env = "WORLD_METRICS_LISTEN")]
+    metrics_listen: Option<SocketAddr>,
+}
+
+pub async fn run(args: ServeArgs) -> Outcome {
+    let location = parse_location(&args.store)?;
+    if args.ailang_bin.is_some() {
+        return Err(Failed::refused(
+            "--ailang-bin is not supported by this build yet: serve without it (invocations answer \"not available\")",
+        ));
+    }
+    let store = open_store(&location, OpenMode::CreateIfMissing).await?;
+    let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
+    let core = Arc::new(Core::new(store.clone()));
+
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.listen)))?;
+    let address = listener.local_addr().map_err(Failed::fatal)?;
+    let router = world_core::grpc::router(core).map_err(Failed::fatal)?;
+    println!("world-core listening on grpc://{address}");
+    tracing::info!(%address, store = %location, "world-core serving");
+
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    router
+        .serve_with_incoming_shutdown(incoming, shutdown_signal())
+        .await
+        .map_err(|e| Failed::fatal(format!("the gRPC server failed: {e}")))?;
+    store.close().await;
+    tracing::info!("world-core stopped");
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(stream) => stream,
+        Err(error) => {
+            tracing::error!(%error, "cannot watch SIGTERM; stopping only on SIGINT");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    tracing::info!("shutdown requested; draining");
+}

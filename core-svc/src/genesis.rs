@@ -1,0 +1,70 @@
+//! Genesis: revision 0, entry 0, written by `genesis`. It is an ordinary
+//! compare-and-append against an empty head, so it is refused once any head
+//! exists and is safe beside a serving core.
+
+use std::time::Duration;
+
+use serde_json::json;
+use world_model::{HashRef, canonical_value};
+
+use crate::store::{Commit, LogEntry, Store, StoreError, StoredObject, WorldRow};
+
+pub const GENESIS_SEMANTIC_ID: &str = "world/genesis/v1";
+pub const GENESIS_WRITER: &str = "genesis";
+
+/// `entryHash` = sha256 of the canonical header plus the transition (record) ref.
+pub fn entry_hash(entry: &LogEntry) -> HashRef {
+    HashRef::of(&canonical_value(&json!({
+        "entryIndex": entry.entry_index,
+        "semanticsEpoch": entry.semantics_epoch,
+        "transitionFn": entry.transition_fn.to_string(),
+        "interpreter": entry.interpreter.to_string(),
+        "prevEntryHash": entry.prev_entry_hash.to_string(),
+        "writtenBy": entry.written_by,
+        "transitionRef": entry.transition_ref.to_string(),
+    })))
+}
+
+/// A world's ref = sha256 of its canonical `{revision, stateRoot, logHead}`.
+pub fn world_ref(revision: i64, state_root: &HashRef, log_head: &HashRef) -> HashRef {
+    HashRef::of(&canonical_value(&json!({
+        "revision": revision,
+        "stateRoot": state_root.to_string(),
+        "logHead": log_head.to_string(),
+    })))
+}
+
+/// The genesis commit. Its one object stands for the empty state, the
+/// transition and the record; the previous entry hash is that of no bytes.
+pub fn genesis_commit(now: i64) -> Commit {
+    let object = StoredObject::new(
+        GENESIS_SEMANTIC_ID,
+        GENESIS_WRITER,
+        canonical_value(&json!({ "semanticId": GENESIS_SEMANTIC_ID })),
+    );
+    let mut entry = LogEntry {
+        entry_index: 0,
+        semantics_epoch: 0,
+        transition_fn: object.hash,
+        interpreter: object.hash,
+        prev_entry_hash: HashRef::of(b""),
+        written_by: GENESIS_WRITER.to_owned(),
+        entry_hash: object.hash,
+        transition_ref: object.hash,
+    };
+    entry.entry_hash = entry_hash(&entry);
+    let next_world = WorldRow {
+        reference: world_ref(0, &object.hash, &entry.entry_hash),
+        revision: 0,
+        state_root: object.hash,
+        log_head: entry.entry_hash,
+    };
+    Commit { invocation_id: None, observed_head: None, objects: vec![object], next_world, entry, logical_time: now }
+}
+
+pub async fn commit_genesis(store: &Store, now: i64) -> Result<WorldRow, StoreError> {
+    let commit = genesis_commit(now);
+    let world = commit.next_world;
+    store.commit(commit, Duration::from_secs(10)).await?;
+    Ok(world)
+}

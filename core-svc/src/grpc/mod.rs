@@ -1,0 +1,42 @@
+//! The core's gRPC API: thin translations from world.v1 onto the store,
+//! sessions and the registry. Failures travel as typed `Failure` messages in
+//! the reply, not as free-text statuses.
+
+mod admission;
+mod convert;
+mod store_api;
+
+use std::sync::Arc;
+
+use tonic::Request;
+
+pub use admission::AdmissionService;
+pub(crate) use convert::resolve_failure;
+pub use store_api::StoreService;
+
+use crate::Core;
+
+/// The `authorization` metadata as sent (the edge forwards the HTTP header verbatim).
+fn authorization<T>(request: &Request<T>) -> Option<&str> {
+    request.metadata().get("authorization").and_then(|v| v.to_str().ok())
+}
+
+/// Registers every world.v1 service, standard health and reflection on one router.
+pub fn router(core: Arc<Core>) -> Result<tonic::transport::server::Router, tonic_reflection::server::Error> {
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    // The serving status never changes while the process runs: the core
+    // either serves everything or has not started.
+    tokio::spawn(async move {
+        health_reporter.set_serving::<world_proto::v1::store_server::StoreServer<StoreService>>().await;
+        health_reporter.set_serving::<world_proto::v1::admission_server::AdmissionServer<AdmissionService>>().await;
+    });
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(world_proto::v1::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    Ok(tonic::transport::Server::builder()
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(world_proto::v1::store_server::StoreServer::new(StoreService::new(Arc::clone(&core))))
+        .add_service(world_proto::v1::admission_server::AdmissionServer::new(AdmissionService::new(core))))
+}

@@ -1,0 +1,273 @@
+//! `world.v1.Store`: reads and the compare-and-append commit, each gated by a
+//! live session (any episode) except Health.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tonic::{Request, Response, Status};
+use world_model::{Failure, FailureCode};
+use world_proto::v1 as pb;
+use world_proto::v1::store_server::Store as StoreApi;
+
+use super::authorization;
+use super::convert::{self, parse_optional_ref, parse_ref};
+use crate::store::{Commit, Receipt, StoreError};
+use crate::{Core, limits};
+
+pub struct StoreService {
+    core: Arc<Core>,
+}
+
+impl StoreService {
+    pub fn new(core: Arc<Core>) -> Self {
+        Self { core }
+    }
+
+    /// Resolves the caller's session, then runs `read` under the read deadline.
+    async fn gated<T, R, F>(&self, request: &Request<T>, what: &str, read: F) -> Result<R, Failure>
+    where
+        F: Future<Output = Result<R, Failure>>,
+    {
+        self.core.resolve_session(authorization(request), what).await?;
+        match tokio::time::timeout(limits::READ, read).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::of(FailureCode::Timeout)),
+        }
+    }
+}
+
+fn not_found(message: &str) -> Failure {
+    Failure::new(FailureCode::NotFound, message)
+}
+
+fn read_failure(what: &'static str) -> impl Fn(StoreError) -> Failure {
+    move |error| convert::store_failure(error, what)
+}
+
+#[tonic::async_trait]
+impl StoreApi for StoreService {
+    async fn health(&self, _request: Request<pb::HealthRequest>) -> Result<Response<pb::HealthReply>, Status> {
+        Ok(Response::new(self.core.health()))
+    }
+
+    async fn head(&self, request: Request<pb::HeadRequest>) -> Result<Response<pb::HeadReply>, Status> {
+        use pb::head_reply::Outcome;
+        let store = &self.core.store;
+        let outcome = self
+            .gated(&request, "head", async {
+                store
+                    .selected_head()
+                    .await
+                    .map_err(read_failure("head"))?
+                    .ok_or_else(|| not_found("no world head has been selected yet"))
+            })
+            .await;
+        let outcome = match outcome {
+            Ok(head) => Outcome::Head(head.to_string()),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::HeadReply { outcome: Some(outcome) }))
+    }
+
+    async fn get_world(&self, request: Request<pb::GetWorldRequest>) -> Result<Response<pb::GetWorldReply>, Status> {
+        use pb::get_world_reply::Outcome;
+        let store = &self.core.store;
+        let outcome = self
+            .gated(&request, "world", async {
+                let reference = parse_ref("world ref", &request.get_ref().r#ref)?;
+                store
+                    .world(&reference)
+                    .await
+                    .map_err(read_failure("world"))?
+                    .ok_or_else(|| not_found("world not found"))
+            })
+            .await;
+        let outcome = match outcome {
+            Ok(world) => Outcome::World(convert::world(world)),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::GetWorldReply { outcome: Some(outcome) }))
+    }
+
+    async fn get_object(&self, request: Request<pb::GetObjectRequest>) -> Result<Response<pb::GetObjectReply>, Status> {
+        use pb::get_object_reply::Outcome;
+        let store = &self.core.store;
+        let outcome = self
+            .gated(&request, "object", async {
+                let hash = parse_ref("object ref", &request.get_ref().r#ref)?;
+                store
+                    .get_object(&hash, request.get_ref().with_payload)
+                    .await
+                    .map_err(read_failure("object"))?
+                    .ok_or_else(|| not_found("object not found"))
+            })
+            .await;
+        let outcome = match outcome {
+            Ok(object) => Outcome::Object(convert::object(object)),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::GetObjectReply { outcome: Some(outcome) }))
+    }
+
+    async fn objects_by_semantic_id(
+        &self,
+        request: Request<pb::ObjectsBySemanticIdRequest>,
+    ) -> Result<Response<pb::ObjectsBySemanticIdReply>, Status> {
+        use pb::objects_by_semantic_id_reply::Outcome;
+        let store = &self.core.store;
+        let outcome = self
+            .gated(&request, "objects by semantic id", async {
+                let message = request.get_ref();
+                if message.semantic_id.is_empty() {
+                    return Err(Failure::new(FailureCode::BadRequest, "semantic id is empty"));
+                }
+                let after = parse_optional_ref("after", &message.after)?;
+                store
+                    .objects_by_semantic_id(&message.semantic_id, after.as_ref(), message.limit)
+                    .await
+                    .map_err(read_failure("objects by semantic id"))
+            })
+            .await;
+        let outcome = match outcome {
+            Ok(items) => Outcome::Page(pb::ObjectPage { items: items.into_iter().map(convert::object).collect() }),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::ObjectsBySemanticIdReply { outcome: Some(outcome) }))
+    }
+
+    async fn get_log_entry(
+        &self,
+        request: Request<pb::GetLogEntryRequest>,
+    ) -> Result<Response<pb::GetLogEntryReply>, Status> {
+        use pb::get_log_entry_reply::Outcome;
+        let store = &self.core.store;
+        let outcome = self
+            .gated(&request, "log entry", async {
+                let index = request.get_ref().index;
+                if index < 0 {
+                    return Err(Failure::new(FailureCode::BadRequest, "log index must be a non-negative integer"));
+                }
+                store
+                    .log_entry(index)
+                    .await
+                    .map_err(read_failure("log entry"))?
+                    .ok_or_else(|| not_found("log entry not found"))
+            })
+            .await;
+        let outcome = match outcome {
+            Ok(entry) => Outcome::Entry(convert::entry(entry)),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::GetLogEntryReply { outcome: Some(outcome) }))
+    }
+
+    async fn log_page(&self, request: Request<pb::LogPageRequest>) -> Result<Response<pb::LogPageReply>, Status> {
+        use pb::log_page_reply::Outcome;
+        let store = &self.core.store;
+        let outcome = self
+            .gated(&request, "log page", async {
+                let message = request.get_ref();
+                if message.from < 0 {
+                    return Err(Failure::new(FailureCode::BadRequest, "from must be a non-negative integer"));
+                }
+                store.log_page(message.from, message.limit).await.map_err(read_failure("log page"))
+            })
+            .await;
+        let outcome = match outcome {
+            Ok(items) => Outcome::Page(pb::EntryPage { items: items.into_iter().map(convert::entry).collect() }),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::LogPageReply { outcome: Some(outcome) }))
+    }
+
+    async fn registry_head(
+        &self,
+        request: Request<pb::RegistryHeadRequest>,
+    ) -> Result<Response<pb::RegistryHeadReply>, Status> {
+        use pb::registry_head_reply::Outcome;
+        let store = &self.core.store;
+        let outcome = self
+            .gated(&request, "registry head", async {
+                let name = &request.get_ref().name;
+                if name.is_empty() {
+                    return Err(Failure::new(FailureCode::BadRequest, "registry name is empty"));
+                }
+                store
+                    .registry_head(name)
+                    .await
+                    .map_err(read_failure("registry head"))?
+                    .ok_or_else(|| not_found("registry head not found"))
+            })
+            .await;
+        let outcome = match outcome {
+            Ok(head) => Outcome::Head(head.to_string()),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::RegistryHeadReply { outcome: Some(outcome) }))
+    }
+
+    async fn receipt(&self, request: Request<pb::ReceiptRequest>) -> Result<Response<pb::ReceiptReply>, Status> {
+        use pb::receipt_reply::Outcome;
+        let store = &self.core.store;
+        let outcome = self
+            .gated(&request, "receipt", async {
+                let id = &request.get_ref().invocation_id;
+                if !is_rest_id(id) {
+                    return Err(Failure::new(FailureCode::BadRequest, "receipt id must be rest:<id>"));
+                }
+                store.receipt(id).await.map_err(read_failure("receipt"))
+            })
+            .await;
+        let outcome = match outcome {
+            Ok(receipt) => Outcome::Receipt(pb::ReceiptState {
+                invocation_id: request.get_ref().invocation_id.clone(),
+                state: receipt.state().to_owned(),
+                result_ref: match receipt {
+                    Receipt::Resolved { result_ref } => result_ref.to_string(),
+                    _ => String::new(),
+                },
+            }),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::ReceiptReply { outcome: Some(outcome) }))
+    }
+
+    async fn commit(&self, request: Request<pb::CommitRequest>) -> Result<Response<pb::CommitReply>, Status> {
+        use pb::commit_reply::Outcome;
+        let outcome = async {
+            self.core.resolve_session(authorization(&request), "commit").await?;
+            let message = request.get_ref();
+            let (observed_head, next_world, entry, objects) = convert::commit_parts(message)?;
+            let invocation_id = match message.invocation_id.as_str() {
+                "" => None,
+                id if is_rest_id(id) => Some(id.to_owned()),
+                _ => return Err(Failure::new(FailureCode::BadRequest, "invocationId must be rest:<id>")),
+            };
+            let commit = Commit {
+                invocation_id,
+                observed_head,
+                objects,
+                next_world,
+                entry,
+                logical_time: crate::session::now_unix(),
+            };
+            self.core
+                .store
+                .commit(commit, limits::REST_COMMIT)
+                .await
+                .map(|committed| committed.selected_head)
+                .map_err(|error| convert::store_failure(error, "commit"))
+        }
+        .await;
+        let outcome = match outcome {
+            Ok(head) => Outcome::SelectedHead(head.to_string()),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::CommitReply { outcome: Some(outcome) }))
+    }
+}
+
+/// `rest:` followed by at least one character.
+fn is_rest_id(id: &str) -> bool {
+    id.len() > "rest:".len() && id.starts_with("rest:")
+}

@@ -1,0 +1,164 @@
+//! The commit journal: one intent and at most one outcome per invocation id,
+//! ordered by a gapless sequence written under the store's write lock.
+
+use serde_json::json;
+use sqlx::{AnyConnection, Row};
+use world_model::{HashRef, canonical_value};
+
+use super::{Commit, Receipt, StoreError, StoredObject, insert_object};
+
+pub const INTENT_SEMANTIC_ID: &str = "world/journal-intent/v1";
+pub const OUTCOME_SEMANTIC_ID: &str = "world/journal-outcome/v1";
+const PROVENANCE: &str = "store/journal";
+
+/// The fields of an intent that identify the commit it announces. The
+/// logical time is deliberately left out: a resend seconds later is the same commit.
+#[derive(Debug, PartialEq, Eq)]
+pub struct IntentKey {
+    pub invocation_id: String,
+    pub world_ref: HashRef,
+    pub entry_hash: HashRef,
+    pub observed_head: Option<HashRef>,
+    pub prev_entry_hash: HashRef,
+    pub transition_fn: HashRef,
+    pub transition_ref: HashRef,
+    pub interpreter: HashRef,
+}
+
+impl IntentKey {
+    pub fn of(commit: &Commit, invocation_id: &str) -> Self {
+        Self {
+            invocation_id: invocation_id.to_owned(),
+            world_ref: commit.next_world.reference,
+            entry_hash: commit.entry.entry_hash,
+            observed_head: commit.observed_head,
+            prev_entry_hash: commit.entry.prev_entry_hash,
+            transition_fn: commit.entry.transition_fn,
+            transition_ref: commit.entry.transition_ref,
+            interpreter: commit.entry.interpreter,
+        }
+    }
+
+    fn object(&self, logical_time: i64) -> StoredObject {
+        let payload = canonical_value(&json!({
+            "invocationId": self.invocation_id,
+            "worldRef": self.world_ref.to_string(),
+            "entryHash": self.entry_hash.to_string(),
+            "observedHead": self.observed_head.map(|h| h.to_string()).unwrap_or_default(),
+            "prevEntryHash": self.prev_entry_hash.to_string(),
+            "transitionFn": self.transition_fn.to_string(),
+            "transitionRef": self.transition_ref.to_string(),
+            "interpreter": self.interpreter.to_string(),
+            "logicalTime": logical_time,
+        }));
+        StoredObject::new(INTENT_SEMANTIC_ID, PROVENANCE, payload)
+    }
+
+    fn decode(payload: &[u8]) -> Result<Self, StoreError> {
+        let value: serde_json::Value =
+            serde_json::from_slice(payload).map_err(|e| StoreError::Damaged(format!("journal intent: {e}")))?;
+        let text = |key: &str| -> Result<&str, StoreError> {
+            value
+                .get(key)
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| StoreError::Damaged(format!("journal intent lacks {key}")))
+        };
+        let reference = |key: &str| -> Result<HashRef, StoreError> {
+            HashRef::parse(text(key)?).map_err(|e| StoreError::Damaged(format!("journal intent {key}: {e}")))
+        };
+        Ok(Self {
+            invocation_id: text("invocationId")?.to_owned(),
+            world_ref: reference("worldRef")?,
+            entry_hash: reference("entryHash")?,
+            observed_head: HashRef::parse_optional(text("observedHead")?)
+                .map_err(|e| StoreError::Damaged(format!("journal intent observedHead: {e}")))?,
+            prev_entry_hash: reference("prevEntryHash")?,
+            transition_fn: reference("transitionFn")?,
+            transition_ref: reference("transitionRef")?,
+            interpreter: reference("interpreter")?,
+        })
+    }
+}
+
+pub(super) struct JournalState {
+    pub intent: Option<IntentKey>,
+    pub outcome_ref: Option<HashRef>,
+}
+
+pub(super) async fn state(conn: &mut AnyConnection, invocation_id: &str) -> Result<JournalState, StoreError> {
+    let rows = sqlx::query(
+        "SELECT j.kind, o.payload FROM journal j JOIN objects o ON o.hash = j.object_ref WHERE j.invocation_id = $1",
+    )
+    .bind(invocation_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut state = JournalState { intent: None, outcome_ref: None };
+    for row in rows {
+        let kind: String = row.try_get("kind")?;
+        let payload: Vec<u8> = row.try_get("payload")?;
+        match kind.as_str() {
+            "intent" => state.intent = Some(IntentKey::decode(&payload)?),
+            "outcome" => state.outcome_ref = Some(outcome_result(&payload)?),
+            other => return Err(StoreError::Damaged(format!("journal row of kind {other:?}"))),
+        }
+    }
+    Ok(state)
+}
+
+pub(super) async fn receipt(conn: &mut AnyConnection, invocation_id: &str) -> Result<Receipt, StoreError> {
+    let state = state(conn, invocation_id).await?;
+    Ok(match (state.intent, state.outcome_ref) {
+        (None, None) => Receipt::NotStarted,
+        (Some(_), None) => Receipt::Indeterminate,
+        (Some(_), Some(result_ref)) => Receipt::Resolved { result_ref },
+        (None, Some(_)) => {
+            return Err(StoreError::Damaged(format!("journal outcome for {invocation_id} has no intent")));
+        }
+    })
+}
+
+pub(super) async fn append_intent(conn: &mut AnyConnection, key: &IntentKey, logical_time: i64) -> Result<(), StoreError> {
+    let object = key.object(logical_time);
+    append(conn, "intent", &key.invocation_id, &object).await
+}
+
+pub(super) async fn append_committed_outcome(
+    conn: &mut AnyConnection,
+    invocation_id: &str,
+    result_ref: &HashRef,
+    logical_time: i64,
+) -> Result<(), StoreError> {
+    let payload = canonical_value(&json!({
+        "invocationId": invocation_id,
+        "status": "committed",
+        "resultRef": result_ref.to_string(),
+        "logicalTime": logical_time,
+    }));
+    let object = StoredObject::new(OUTCOME_SEMANTIC_ID, PROVENANCE, payload);
+    append(conn, "outcome", invocation_id, &object).await
+}
+
+async fn append(conn: &mut AnyConnection, kind: &str, invocation_id: &str, object: &StoredObject) -> Result<(), StoreError> {
+    let payload = object.verify("journal object")?;
+    insert_object(&mut *conn, object, payload).await?;
+    sqlx::query(
+        "INSERT INTO journal (seq, kind, invocation_id, object_ref) \
+         SELECT COALESCE(MAX(seq), 0) + 1, $1, $2, $3 FROM journal",
+    )
+    .bind(kind)
+    .bind(invocation_id)
+    .bind(object.hash.to_string())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+fn outcome_result(payload: &[u8]) -> Result<HashRef, StoreError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(payload).map_err(|e| StoreError::Damaged(format!("journal outcome: {e}")))?;
+    let text = value
+        .get("resultRef")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| StoreError::Damaged("journal outcome lacks resultRef".into()))?;
+    HashRef::parse(text).map_err(|e| StoreError::Damaged(format!("journal outcome resultRef: {e}")))
+}

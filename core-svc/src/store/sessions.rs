@@ -1,0 +1,100 @@
+//! Session rows. Only the sha256 of a credential is ever stored.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{SessionRow, Store, StoreError};
+
+/// `session list` shows at most this many rows.
+pub const SESSION_LIST_LIMIT: i64 = 500;
+
+impl Store {
+    /// Inserts a new session; a credential id collision is an error, never absorbed.
+    pub async fn insert_session(&self, row: &SessionRow) -> Result<(), StoreError> {
+        let result = sqlx::query(
+            "INSERT INTO sessions (credential_id, episode, grants_json, expires_at, created_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (credential_id) DO NOTHING",
+        )
+        .bind(row.credential_id.as_str())
+        .bind(row.episode.as_str())
+        .bind(row.grants_json.as_str())
+        .bind(row.expires_at)
+        .bind(row.created_at)
+        .execute(&self.pool)
+        .await?;
+        if result.rows_affected() == 0 {
+            return Err(StoreError::SessionExists(row.credential_id.clone()));
+        }
+        Ok(())
+    }
+
+    /// One primary-key lookup, fresh on every request.
+    pub async fn session(&self, credential_id: &str) -> Result<Option<SessionRow>, StoreError> {
+        let row = sqlx::query(
+            "SELECT credential_id, episode, grants_json, expires_at, created_at FROM sessions WHERE credential_id = $1",
+        )
+        .bind(credential_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| session_from_row(&row)).transpose()
+    }
+
+    pub async fn list_sessions(&self, episode: Option<&str>) -> Result<Vec<SessionRow>, StoreError> {
+        let rows = match episode {
+            Some(episode) => {
+                sqlx::query(
+                    "SELECT credential_id, episode, grants_json, expires_at, created_at FROM sessions \
+                     WHERE episode = $1 ORDER BY created_at, credential_id LIMIT $2",
+                )
+                .bind(episode)
+                .bind(SESSION_LIST_LIMIT)
+                .fetch_all(&self.pool)
+                .await?
+            }
+            None => {
+                sqlx::query(
+                    "SELECT credential_id, episode, grants_json, expires_at, created_at FROM sessions \
+                     ORDER BY created_at, credential_id LIMIT $1",
+                )
+                .bind(SESSION_LIST_LIMIT)
+                .fetch_all(&self.pool)
+                .await?
+            }
+        };
+        rows.iter().map(session_from_row).collect()
+    }
+
+    /// Deletes one session; false when there was none.
+    pub async fn delete_session(&self, credential_id: &str) -> Result<bool, StoreError> {
+        let result = sqlx::query("DELETE FROM sessions WHERE credential_id = $1")
+            .bind(credential_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(result.rows_affected() > 0)
+    }
+
+    /// Deletes every session of an episode, returning their credential ids.
+    pub async fn delete_episode_sessions(&self, episode: &str) -> Result<Vec<String>, StoreError> {
+        let mut tx = self.write_tx().await?;
+        let ids: Vec<String> = sqlx::query("SELECT credential_id FROM sessions WHERE episode = $1 ORDER BY credential_id")
+            .bind(episode)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|row| row.try_get("credential_id"))
+            .collect::<Result<_, _>>()?;
+        sqlx::query("DELETE FROM sessions WHERE episode = $1").bind(episode).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(ids)
+    }
+}
+
+fn session_from_row(row: &AnyRow) -> Result<SessionRow, StoreError> {
+    Ok(SessionRow {
+        credential_id: row.try_get("credential_id")?,
+        episode: row.try_get("episode")?,
+        grants_json: row.try_get("grants_json")?,
+        expires_at: row.try_get("expires_at")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
