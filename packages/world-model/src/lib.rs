@@ -5,7 +5,7 @@
 //! Everything here is pure: no I/O, no clock, no randomness. Callers pass in the time and the
 //! random bytes, so each rule is a plain function pinned by table tests.
 
-mod quote;
+pub mod quote;
 
 pub mod canonical;
 pub mod credential;
@@ -29,4 +29,5 @@ pub use grant::{
 };
 pub use hashref::{HashRef, HashRefError, semantic_interface_hash};
 pub use ids::{Episode, IdError, Surface, TaskId, TransitionId, invocation_id};
-pub use mcp_name::McpNameError;
+pub use mcp_name::{McpNameError, escape, escape_surface, unescape};
+pub use quote::go_quote;

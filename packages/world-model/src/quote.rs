@@ -10,7 +10,7 @@
 /// standard library has no category tables, so non-ASCII printability is approximated by
 /// [`is_non_printable`]: controls, separators other than the ASCII space, the common format
 /// characters and private-use code points are escaped. Offending input in practice is ASCII.
-pub(crate) fn go_quote(text: &str) -> String {
+pub fn go_quote(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {
