@@ -48,7 +48,7 @@ pub(super) async fn migrate(conn: &mut AnyConnection, backend: Backend, location
 async fn current_version(conn: &mut AnyConnection, backend: Backend, location: &str) -> Result<i64, StoreError> {
     let tables_sql = match backend {
         Backend::Sqlite => "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
-        Backend::Postgres => "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()",
+        Backend::Postgres => "SELECT tablename::text AS name FROM pg_tables WHERE schemaname = current_schema()",
     };
     let tables: Vec<String> = sqlx::query(tables_sql)
         .fetch_all(&mut *conn)

@@ -1,0 +1,406 @@
+//! The store suite: every rule of the store API, run against SQLite and
+//! against PostgreSQL (`WORLD_TEST_POSTGRES_URL`, an admin URL such as
+//! `postgres://postgres@127.0.0.1:5432/postgres`; each test gets a fresh
+//! database). Under `CI` the PostgreSQL half is mandatory.
+
+use std::time::Duration;
+
+use sqlx::Connection;
+use world_core::genesis::{self, entry_hash, world_ref};
+use world_core::store::{
+    Commit, LockError, LockMode, LogEntry, OpenMode, Receipt, ServingLock, SessionRow, Store, StoreError,
+    StoreLocation, StoredObject, WorldRow,
+};
+use world_model::HashRef;
+
+const BUDGET: Duration = Duration::from_secs(10);
+
+/// A fresh, empty store location of each backend; the guard keeps it alive.
+enum Fresh {
+    Sqlite(#[allow(dead_code)] tempfile::TempDir),
+    Postgres,
+}
+
+async fn fresh(backend: &str) -> Option<(StoreLocation, Fresh)> {
+    match backend {
+        "sqlite" => {
+            let dir = tempfile::tempdir().expect("temp dir");
+            Some((StoreLocation::Sqlite(dir.path().join("world.db")), Fresh::Sqlite(dir)))
+        }
+        _ => {
+            let Ok(admin) = std::env::var("WORLD_TEST_POSTGRES_URL") else {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "WORLD_TEST_POSTGRES_URL must name a PostgreSQL server under CI"
+                );
+                eprintln!("skipped: set WORLD_TEST_POSTGRES_URL to run the PostgreSQL half of the store suite");
+                return None;
+            };
+            sqlx::any::install_default_drivers();
+            let name = format!("world_test_{}", hex::encode(rand_bytes()));
+            let mut conn = sqlx::AnyConnection::connect(&admin).await.expect("connect to the PostgreSQL admin URL");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .execute(&mut conn)
+                .await
+                .expect("create test database");
+            let base = admin.rsplit_once('/').map(|(base, _)| base).expect("admin URL names a database");
+            Some((StoreLocation::Postgres(format!("{base}/{name}")), Fresh::Postgres))
+        }
+    }
+}
+
+fn rand_bytes() -> [u8; 6] {
+    let mut bytes = [0u8; 6];
+    rand::fill(&mut bytes);
+    bytes
+}
+
+/// The commit that extends `head` (a world of `revision`) with one entry
+/// carrying `payload`.
+fn next_commit(head: Option<&WorldRow>, payload: &str, invocation_id: Option<&str>) -> Commit {
+    let object = StoredObject::new("test/payload/v1", "store-suite", payload.as_bytes().to_vec());
+    let (index, prev) = match head {
+        Some(world) => (world.revision + 1, world.log_head),
+        None => (0, HashRef::of(b"")),
+    };
+    let mut entry = LogEntry {
+        entry_index: index,
+        semantics_epoch: 1,
+        transition_fn: object.hash,
+        interpreter: object.hash,
+        prev_entry_hash: prev,
+        written_by: "store-suite".into(),
+        entry_hash: object.hash,
+        transition_ref: object.hash,
+    };
+    entry.entry_hash = entry_hash(&entry);
+    let next_world = WorldRow {
+        reference: world_ref(index, &object.hash, &entry.entry_hash),
+        revision: index,
+        state_root: object.hash,
+        log_head: entry.entry_hash,
+    };
+    Commit {
+        invocation_id: invocation_id.map(str::to_owned),
+        observed_head: head.map(|w| w.reference),
+        objects: vec![object],
+        next_world,
+        entry,
+        logical_time: 1_700_000_000,
+    }
+}
+
+async fn head_world(store: &Store) -> Option<WorldRow> {
+    let head = store.selected_head().await.expect("head")?;
+    store.world(&head).await.expect("world")
+}
+
+macro_rules! suite {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let (location, _guard) = super::fresh("sqlite").await.expect("sqlite always runs");
+                super::$name(location).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((location, _guard)) = super::fresh("postgres").await else { return };
+                super::$name(location).await;
+            })*
+        }
+    };
+}
+
+suite!(
+    a_fresh_store_is_created_and_reopens,
+    a_store_from_the_future_is_refused_untouched,
+    a_missing_store_is_not_created_when_it_must_exist,
+    objects_verify_their_hash_and_keep_the_first_writer,
+    objects_page_by_semantic_id_in_hash_order,
+    genesis_commits_once,
+    a_stale_observed_head_conflicts_and_writes_nothing,
+    a_journaled_commit_is_idempotent_and_its_id_is_single_use,
+    log_pages_stop_at_the_first_gap_and_clamp,
+    registry_heads_move_only_by_compare_and_swap,
+    sessions_store_only_credential_ids,
+    the_serving_lock_excludes_the_exclusive_writer,
+    concurrent_commits_on_one_head_have_one_winner,
+);
+
+async fn a_fresh_store_is_created_and_reopens(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.expect("create");
+    assert_eq!(store.selected_head().await.unwrap(), None);
+    store.close().await;
+    let store = Store::open(&location, OpenMode::MustExist).await.expect("reopen");
+    assert_eq!(store.selected_head().await.unwrap(), None);
+}
+
+async fn a_store_from_the_future_is_refused_untouched(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.expect("create");
+    store.close().await;
+    let url = match &location {
+        StoreLocation::Sqlite(path) => format!("sqlite://{}", path.display()),
+        StoreLocation::Postgres(url) => url.clone(),
+    };
+    let mut conn = sqlx::AnyConnection::connect(&url).await.expect("raw connect");
+    sqlx::raw_sql("UPDATE world_schema SET version = 99").execute(&mut conn).await.unwrap();
+    match Store::open(&location, OpenMode::MustExist).await {
+        Err(StoreError::FutureSchema { found: 99, supported, .. }) => assert_eq!(supported, world_core::store::SCHEMA_VERSION),
+        other => panic!("expected a future-schema refusal, got {:?}", other.map(|_| ())),
+    }
+    let version: i64 = sqlx::Row::get(&sqlx::query("SELECT version FROM world_schema").fetch_one(&mut conn).await.unwrap(), 0);
+    assert_eq!(version, 99, "the refused store was modified");
+}
+
+async fn a_missing_store_is_not_created_when_it_must_exist(location: StoreLocation) {
+    let StoreLocation::Sqlite(path) = &location else { return };
+    assert!(matches!(Store::open(&location, OpenMode::MustExist).await, Err(StoreError::Missing(_))));
+    assert!(!path.exists());
+}
+
+async fn objects_verify_their_hash_and_keep_the_first_writer(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let first = StoredObject::new("test/a/v1", "first", b"payload".to_vec());
+    store.put_object(&first).await.unwrap();
+    let second = StoredObject { provenance: "second".into(), ..first.clone() };
+    store.put_object(&second).await.unwrap();
+    let read = store.get_object(&first.hash, true).await.unwrap().unwrap();
+    assert_eq!(read, first);
+    let bare = store.get_object(&first.hash, false).await.unwrap().unwrap();
+    assert_eq!(bare.payload, None);
+
+    let forged = StoredObject { payload: Some(b"other".to_vec()), ..StoredObject::new("test/a/v1", "x", b"zzz".to_vec()) };
+    assert!(matches!(store.put_object(&forged).await, Err(StoreError::Invalid { .. })));
+    assert_eq!(store.get_object(&forged.hash, false).await.unwrap(), None);
+    assert_eq!(store.get_object(&HashRef::of(b"absent"), false).await.unwrap(), None);
+}
+
+async fn objects_page_by_semantic_id_in_hash_order(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let mut hashes = Vec::new();
+    for i in 0..5 {
+        let object = StoredObject::new("test/page/v1", "suite", format!("item {i}").into_bytes());
+        store.put_object(&object).await.unwrap();
+        hashes.push(object.hash);
+    }
+    store.put_object(&StoredObject::new("test/other/v1", "suite", b"x".to_vec())).await.unwrap();
+    hashes.sort();
+    let page = store.objects_by_semantic_id("test/page/v1", None, 2).await.unwrap();
+    assert_eq!(page.iter().map(|o| o.hash).collect::<Vec<_>>(), hashes[..2]);
+    assert!(page.iter().all(|o| o.payload.is_none()));
+    let rest = store.objects_by_semantic_id("test/page/v1", Some(&hashes[1]), 0).await.unwrap();
+    assert_eq!(rest.iter().map(|o| o.hash).collect::<Vec<_>>(), hashes[2..]);
+    assert!(store.objects_by_semantic_id("test/none/v1", None, 10).await.unwrap().is_empty());
+}
+
+async fn genesis_commits_once(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let world = genesis::commit_genesis(&store, 1).await.expect("genesis");
+    assert_eq!(world.revision, 0);
+    assert_eq!(store.selected_head().await.unwrap(), Some(world.reference));
+    assert_eq!(store.world(&world.reference).await.unwrap(), Some(world));
+    let entry = store.log_entry(0).await.unwrap().expect("entry 0");
+    assert_eq!(entry.written_by, "genesis");
+    assert_eq!(entry.entry_hash, world.log_head);
+    assert_eq!(entry_hash(&entry), entry.entry_hash);
+    match genesis::commit_genesis(&store, 2).await {
+        Err(StoreError::Conflict { observed: None, selected }) => assert_eq!(selected, Some(world.reference)),
+        other => panic!("a second genesis must conflict, got {other:?}"),
+    }
+}
+
+async fn a_stale_observed_head_conflicts_and_writes_nothing(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let genesis = genesis::commit_genesis(&store, 1).await.unwrap();
+    let first = next_commit(Some(&genesis), "first", None);
+    store.commit(first.clone(), BUDGET).await.unwrap();
+    let stale = next_commit(Some(&genesis), "stale", Some("rest:stale"));
+    let stale_object = stale.objects[0].hash;
+    match store.commit(stale, BUDGET).await {
+        Err(StoreError::Conflict { observed, selected }) => {
+            assert_eq!(observed, Some(genesis.reference));
+            assert_eq!(selected, Some(first.next_world.reference));
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(store.get_object(&stale_object, false).await.unwrap(), None, "a refused commit wrote its object");
+    assert_eq!(store.receipt("rest:stale").await.unwrap(), Receipt::NotStarted);
+    assert_eq!(store.log_entry(1).await.unwrap(), Some(first.entry));
+    assert_eq!(store.log_entry(2).await.unwrap(), None);
+}
+
+async fn a_journaled_commit_is_idempotent_and_its_id_is_single_use(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let genesis = genesis::commit_genesis(&store, 1).await.unwrap();
+    assert_eq!(store.receipt("rest:a").await.unwrap(), Receipt::NotStarted);
+    let commit = next_commit(Some(&genesis), "journaled", Some("rest:a"));
+    let first = store.commit(commit.clone(), BUDGET).await.unwrap();
+    assert!(!first.replayed);
+    let journal = store.journal_len().await.unwrap();
+    assert_eq!(journal, 2, "one intent and one outcome");
+
+    let mut later = commit.clone();
+    later.logical_time += 60;
+    let again = store.commit(later, BUDGET).await.unwrap();
+    assert!(again.replayed, "an identical resend is an idempotent success");
+    assert_eq!(again.selected_head, first.selected_head);
+    assert_eq!(store.journal_len().await.unwrap(), journal);
+
+    let head = head_world(&store).await.unwrap();
+    let different = next_commit(Some(&head), "different", Some("rest:a"));
+    assert!(matches!(
+        store.commit(different, BUDGET).await,
+        Err(StoreError::DuplicateInvocation { kind: "commit", .. })
+    ));
+    assert_eq!(store.receipt("rest:a").await.unwrap(), Receipt::Resolved { result_ref: first.selected_head });
+    assert_eq!(store.selected_head().await.unwrap(), Some(first.selected_head));
+}
+
+async fn log_pages_stop_at_the_first_gap_and_clamp(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let mut head = genesis::commit_genesis(&store, 1).await.unwrap();
+    for i in 0..4 {
+        let commit = next_commit(Some(&head), &format!("entry {i}"), None);
+        head = commit.next_world;
+        store.commit(commit, BUDGET).await.unwrap();
+    }
+    let all = store.log_page(0, 0).await.unwrap();
+    assert_eq!(all.iter().map(|e| e.entry_index).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+    assert_eq!(store.log_page(3, 1).await.unwrap().len(), 1);
+    assert!(store.log_page(5, 10).await.unwrap().is_empty());
+    assert!(store.log_page(i64::MAX, 500).await.unwrap().is_empty());
+    // An entry beyond a gap (a REST commit may name any index) is not reached.
+    let mut gap = next_commit(Some(&head), "gap", None);
+    gap.entry.entry_index = 9;
+    gap.next_world.revision = 9;
+    store.commit(gap, BUDGET).await.unwrap();
+    assert_eq!(store.log_page(0, 500).await.unwrap().len(), 5);
+    assert_eq!(store.log_entry(9).await.unwrap().map(|e| e.entry_index), Some(9));
+}
+
+async fn registry_heads_move_only_by_compare_and_swap(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let name = "world/transition-registry/v1";
+    let one = StoredObject::new("test/registry/v1", "suite", b"one".to_vec());
+    let two = StoredObject::new("test/registry/v1", "suite", b"two".to_vec());
+    assert!(matches!(
+        store.compare_and_set_registry_head(name, None, &one.hash).await,
+        Err(StoreError::Invalid { .. })
+    ));
+    store.put_object(&one).await.unwrap();
+    store.put_object(&two).await.unwrap();
+    store.compare_and_set_registry_head(name, None, &one.hash).await.unwrap();
+    assert_eq!(store.registry_head(name).await.unwrap(), Some(one.hash));
+    match store.compare_and_set_registry_head(name, None, &two.hash).await {
+        Err(StoreError::RegistryConflict { expected: None, actual, .. }) => assert_eq!(actual, Some(one.hash)),
+        other => panic!("expected a registry conflict, got {other:?}"),
+    }
+    store.compare_and_set_registry_head(name, Some(&one.hash), &two.hash).await.unwrap();
+    assert_eq!(store.registry_head(name).await.unwrap(), Some(two.hash));
+    assert_eq!(store.registry_head("world/other/v1").await.unwrap(), None);
+}
+
+async fn sessions_store_only_credential_ids(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let row = SessionRow {
+        credential_id: "a".repeat(64),
+        episode: "ep1".into(),
+        grants_json: "[]".into(),
+        expires_at: 10,
+        created_at: 1,
+    };
+    store.insert_session(&row).await.unwrap();
+    assert!(matches!(store.insert_session(&row).await, Err(StoreError::SessionExists(_))));
+    store.insert_session(&SessionRow { credential_id: "b".repeat(64), episode: "ep2".into(), ..row.clone() }).await.unwrap();
+    assert_eq!(store.session(&row.credential_id).await.unwrap(), Some(row.clone()));
+    assert_eq!(store.list_sessions(None).await.unwrap().len(), 2);
+    assert_eq!(store.list_sessions(Some("ep2")).await.unwrap().len(), 1);
+    assert!(store.delete_session(&row.credential_id).await.unwrap());
+    assert!(!store.delete_session(&row.credential_id).await.unwrap());
+    assert_eq!(store.session(&row.credential_id).await.unwrap(), None);
+    assert_eq!(store.delete_episode_sessions("ep2").await.unwrap(), vec!["b".repeat(64)]);
+    assert!(store.list_sessions(None).await.unwrap().is_empty());
+}
+
+async fn the_serving_lock_excludes_the_exclusive_writer(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let serving = ServingLock::acquire(&location, LockMode::Serve).await.expect("serve lock");
+    if matches!(location, StoreLocation::Postgres(_)) {
+        // Several cores may serve one PostgreSQL database.
+        let _second = ServingLock::acquire(&location, LockMode::Serve).await.expect("a second serving core");
+    }
+    assert!(matches!(ServingLock::acquire(&location, LockMode::Exclusive).await, Err(LockError::Held(_))));
+    drop(serving);
+    let exclusive = ServingLock::acquire(&location, LockMode::Exclusive).await.expect("free after release");
+    assert!(matches!(ServingLock::acquire(&location, LockMode::Serve).await, Err(LockError::Held(_))));
+    drop(exclusive);
+    store.close().await;
+}
+
+const RACE_CHILD: &str = "WORLD_STORE_RACE_CHILD";
+const RACE_ROUNDS: usize = 40;
+
+/// Two processes repeatedly extend whatever head they read. Each round at
+/// most one of them can win; the log must end gapless with one entry per win.
+async fn concurrent_commits_on_one_head_have_one_winner(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    genesis::commit_genesis(&store, 1).await.unwrap();
+    store.close().await;
+    let text = match &location {
+        StoreLocation::Sqlite(path) => path.display().to_string(),
+        StoreLocation::Postgres(url) => url.clone(),
+    };
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..2)
+        .map(|n| {
+            std::process::Command::new(&exe)
+                .args(["--exact", "race_child", "--nocapture", "--test-threads", "1"])
+                .env(RACE_CHILD, format!("{n}|{text}"))
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn racer")
+        })
+        .collect();
+    let mut wins = 0;
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "a racer failed");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let line = stdout
+            .lines()
+            .find_map(|l| l.split_once("wins=").map(|(_, n)| n))
+            .unwrap_or_else(|| panic!("racer reports its wins; it printed:\n{stdout}"));
+        wins += line.trim().parse::<i64>().unwrap();
+    }
+    let store = Store::open(&location, OpenMode::MustExist).await.unwrap();
+    let head = head_world(&store).await.unwrap();
+    assert_eq!(head.revision, wins, "every win is one revision and no revision was won twice");
+    let log = store.log_page(0, 500).await.unwrap();
+    assert_eq!(log.len() as i64, wins + 1, "the log is gapless");
+    for pair in log.windows(2) {
+        assert_eq!(pair[1].prev_entry_hash, pair[0].entry_hash, "each entry chains to the one before");
+    }
+}
+
+/// The racer half of the test above; does nothing unless spawned by it.
+#[tokio::test]
+async fn race_child() {
+    let Ok(spec) = std::env::var(RACE_CHILD) else { return };
+    let (n, text) = spec.split_once('|').unwrap();
+    let location = StoreLocation::parse(text).unwrap();
+    let store = Store::open(&location, OpenMode::MustExist).await.unwrap();
+    let mut wins = 0;
+    for round in 0..RACE_ROUNDS {
+        let head = head_world(&store).await;
+        let commit = next_commit(head.as_ref(), &format!("racer {n} round {round}"), None);
+        match store.commit(commit, BUDGET).await {
+            Ok(_) => wins += 1,
+            Err(StoreError::Conflict { .. }) => {}
+            Err(other) => panic!("racer {n}: {other}"),
+        }
+    }
+    println!("wins={wins}");
+}
