@@ -1,1 +1,239 @@
+//! Harness for the end-to-end tests: real `world-core` and `world-edge`
+//! processes on free loopback ports over a temporary store, and attended
+//! verbs driven through a pseudo-terminal.
+//!
+//! The binaries are the workspace's own build (`cargo build --workspace
+//! --bins`), found next to the test executable.
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long a process may take to print its startup line.
+const STARTUP: Duration = Duration::from_secs(30);
+
+/// `target/<profile>/<name>`, next to the test executable's `deps/` folder.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe.parent().and_then(Path::parent).expect("target profile directory");
+    let path = dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: build the binaries first (cargo build --workspace --bins)",
+        path.display()
+    );
+    path
+}
+
+/// A child process killed (whole process group) when dropped.
+pub struct Process {
+    child: Child,
+    pub stderr_log: PathBuf,
+}
+
+impl Process {
+    /// Starts `command` in its own process group, waits for a stdout line
+    /// starting with `ready_prefix` and returns the rest of that line.
+    pub fn start(mut command: Command, ready_prefix: &str, log_dir: &Path, name: &str) -> (Self, String) {
+        let stderr_log = log_dir.join(format!("{name}.stderr"));
+        let stderr = std::fs::File::create(&stderr_log).expect("stderr log file");
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr).process_group(0);
+        let mut child = command.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (lines, received) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let process = Self { child, stderr_log };
+        let deadline = std::time::Instant::now() + STARTUP;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match received.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(rest) = line.strip_prefix(ready_prefix) {
+                        return (process, rest.trim().to_owned());
+                    }
+                }
+                Err(_) => panic!("{name} did not start; its stderr:\n{}", process.stderr()),
+            }
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_log).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).expect("pid fits i32")
+    }
+
+    /// Sends SIGTERM and waits for a graceful exit.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        // SAFETY: signalling our own child's process id.
+        unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+        let status = self.child.wait().expect("wait for child");
+        std::mem::forget(self);
+        status
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // SAFETY: the child leads its own process group; kill the whole group.
+        unsafe { libc::kill(-self.pid(), libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+/// A core and an edge serving one temporary SQLite store.
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub store: PathBuf,
+    pub core: Process,
+    pub core_addr: String,
+    pub edge: Process,
+    pub edge_url: String,
+}
+
+impl World {
+    /// Starts a core (on a fresh store) and an edge in front of it.
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = dir.path().join("world.db");
+        let (core, core_addr) = start_core(&store, dir.path(), &[]);
+        let (edge, edge_url) = start_edge(&[&core_addr], dir.path(), &[]);
+        Self { dir, store, core, core_addr, edge, edge_url }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.edge_url)
+    }
+
+    /// Mints a session through the attended prompt, answering `y`.
+    pub fn mint(&self, episode: &str, grants: &[&str], ttl: i64) -> String {
+        mint(&self.store, episode, grants, ttl)
+    }
+
+    /// Runs a `world-core` verb against this world's store.
+    pub fn core_verb(&self, args: &[&str]) -> Output {
+        let mut command = Command::new(bin("world-core"));
+        command.args(args).arg("--store").arg(&self.store).env_remove("CI");
+        command.output().expect("run world-core")
+    }
+}
+
+/// Starts `world-core serve` on a free loopback port; returns it and `host:port`.
+pub fn start_core(store: &Path, log_dir: &Path, extra: &[&str]) -> (Process, String) {
+    let mut command = Command::new(bin("world-core"));
+    command.args(["serve", "--listen", "127.0.0.1:0", "--store"]).arg(store).args(extra);
+    command.env_remove("WORLD_AILANG_BIN");
+    let (process, url) = Process::start(command, "world-core listening on grpc://", log_dir, "core");
+    (process, url)
+}
+
+/// Starts `world-edge` against the given cores; returns it and its base URL.
+pub fn start_edge(cores: &[&str], log_dir: &Path, extra: &[&str]) -> (Process, String) {
+    let mut command = Command::new(bin("world-edge"));
+    command.args(["--listen", "127.0.0.1:0"]);
+    for core in cores {
+        command.arg("--core").arg(format!("http://{core}"));
+    }
+    command.args(extra);
+    let (process, addr) = Process::start(command, "world-edge listening on http://", log_dir, "edge");
+    (process, format!("http://{addr}"))
+}
+
+/// `world-core session mint` answered `y` at its terminal prompt; returns the credential.
+pub fn mint(store: &Path, episode: &str, grants: &[&str], ttl: i64) -> String {
+    let mut command = Command::new(bin("world-core"));
+    command.args(["session", "mint", "--episode", episode, "--ttl", &ttl.to_string(), "--store"]).arg(store);
+    for grant in grants {
+        command.args(["--grant", grant]);
+    }
+    let run = run_attended(command, "y\n");
+    assert!(run.status.success(), "mint failed: {}\nterminal: {}", run.stderr, run.terminal);
+    let token = run.stdout.trim().to_owned();
+    assert_eq!(token.len(), 64, "mint prints the credential alone: {:?}", run.stdout);
+    token
+}
+
+/// What an attended command did.
+pub struct AttendedRun {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    /// Everything written to the terminal (the prompt).
+    pub terminal: String,
+}
+
+/// Runs `command` with a new pseudo-terminal as its controlling terminal
+/// (stdin is not the terminal), types `answer` at it, and collects the
+/// output. `CI` is removed from the child's environment only.
+pub fn run_attended(mut command: Command, answer: &str) -> AttendedRun {
+    let (master, slave) = open_pty();
+    let slave_fd = slave.as_raw_fd();
+    command.env_remove("CI").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::ioctl(slave_fd, libc::TIOCSCTTY as _, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().expect("spawn attended command");
+    drop(slave);
+    let mut terminal = std::fs::File::from(master);
+    terminal.write_all(answer.as_bytes()).expect("type at the terminal");
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // EIO once the child closes its side ends the read.
+        while let Ok(n) = terminal.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let output = child.wait_with_output().expect("wait for attended command");
+    let terminal = reader.join().unwrap_or_default();
+    AttendedRun {
+        status: output.status,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        terminal,
+    }
+}
+
+fn open_pty() -> (OwnedFd, OwnedFd) {
+    let mut master = 0;
+    let mut slave = 0;
+    // SAFETY: openpty writes two new descriptors we then own.
+    let rc = unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just returned by openpty.
+    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
+}
+
+/// A reqwest client that does not follow redirects.
+pub fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("http client")
+}
