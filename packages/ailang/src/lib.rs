@@ -8,3 +8,6 @@ pub mod parser;
 pub mod stack;
 
 pub use diag::{Diagnostic, Pos};
+pub mod eval;
+pub mod stdlib;
+pub mod value;

@@ -1,0 +1,35 @@
+//! Names every module sees without importing: `show`, the number conversions, `print`, and
+//! the Option/Result types with their constructors.
+
+use super::math::{float_to_int_native, int_to_float};
+use super::{native, StdModule, StdType};
+use crate::diag::Diagnostic;
+use crate::eval::Interp;
+use crate::value::*;
+use std::io::Write;
+
+pub static MODULE: StdModule = StdModule {
+    path: "prelude",
+    types: &[
+        StdType { name: "Option", ctors: super::option::OPTION_TYPE.ctors },
+        StdType { name: "Result", ctors: super::result::RESULT_TYPE.ctors },
+    ],
+    funcs: &[
+        native("show", 1, |_, a| Ok(Value::str(show(&a[0])))),
+        native("intToFloat", 1, int_to_float),
+        native("floatToInt", 1, float_to_int_native),
+        native("print", 1, |it, a| print(it, &a[0], false)),
+        native("println", 1, |it, a| print(it, &a[0], true)),
+    ],
+};
+
+fn print(it: &mut Interp, v: &Value, newline: bool) -> Result<Value, Diagnostic> {
+    if !it.has_capability("IO") {
+        return Err(Diagnostic::new("EVA004", "missing capability: IO (grant it with --caps IO)", None));
+    }
+    let mut out = std::io::stdout().lock();
+    let text = show(v);
+    let written = if newline { writeln!(out, "{text}") } else { write!(out, "{text}") };
+    written.map_err(|e| Diagnostic::new("EVA001", format!("cannot write to stdout: {e}"), None))?;
+    Ok(Value::Unit)
+}
