@@ -5,34 +5,27 @@
 use std::time::Duration;
 
 use serde_json::json;
-use world_model::{HashRef, canonical_value};
+use world_model::{EntryHeader, HashRef, canonical_value};
 
 use crate::store::{Commit, LogEntry, Store, StoreError, StoredObject, WorldRow};
 
 pub const GENESIS_SEMANTIC_ID: &str = "world/genesis/v1";
 pub const GENESIS_WRITER: &str = "genesis";
 
-/// `entryHash` = sha256 of the canonical header plus the transition (record) ref.
+/// The entry hash of a stored log entry.
 pub fn entry_hash(entry: &LogEntry) -> HashRef {
-    HashRef::of(&canonical_value(&json!({
-        "entryIndex": entry.entry_index,
-        "semanticsEpoch": entry.semantics_epoch,
-        "transitionFn": entry.transition_fn.to_string(),
-        "interpreter": entry.interpreter.to_string(),
-        "prevEntryHash": entry.prev_entry_hash.to_string(),
-        "writtenBy": entry.written_by,
-        "transitionRef": entry.transition_ref.to_string(),
-    })))
+    let header = EntryHeader {
+        entry_index: entry.entry_index,
+        semantics_epoch: entry.semantics_epoch,
+        transition_fn: &entry.transition_fn,
+        interpreter: &entry.interpreter,
+        prev_entry_hash: &entry.prev_entry_hash,
+        written_by: &entry.written_by,
+    };
+    world_model::entry_hash(&header, &entry.transition_ref)
 }
 
-/// A world's ref = sha256 of its canonical `{revision, stateRoot, logHead}`.
-pub fn world_ref(revision: i64, state_root: &HashRef, log_head: &HashRef) -> HashRef {
-    HashRef::of(&canonical_value(&json!({
-        "revision": revision,
-        "stateRoot": state_root.to_string(),
-        "logHead": log_head.to_string(),
-    })))
-}
+pub use world_model::world_ref;
 
 /// The genesis commit. Its one object stands for the empty state, the
 /// transition and the record; the previous entry hash is that of no bytes.

@@ -13,7 +13,9 @@ pub mod failure;
 pub mod grant;
 pub mod hashref;
 pub mod ids;
+pub mod ledger;
 pub mod mcp_name;
+pub mod registry;
 
 pub use canonical::{
     CanonicalError, SourceCanonError, canonical_json, canonical_source, canonical_value,
@@ -31,3 +33,5 @@ pub use hashref::{HashRef, HashRefError, semantic_interface_hash};
 pub use ids::{Episode, IdError, Surface, TaskId, TransitionId, invocation_id};
 pub use mcp_name::{McpNameError, escape, escape_surface, unescape};
 pub use quote::go_quote;
+pub use ledger::{EntryHeader, entry_hash, world_ref};
+pub use registry::{Descriptor, EpochRegistry, RegistryError, Revision, Schema, release_of};
