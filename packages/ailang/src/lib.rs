@@ -11,3 +11,7 @@ pub use diag::{Diagnostic, Pos};
 pub mod eval;
 pub mod stdlib;
 pub mod value;
+pub mod argdecode;
+pub mod check;
+pub mod cli;
+pub mod loader;
