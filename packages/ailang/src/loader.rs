@@ -132,10 +132,18 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
         }
     };
     let mut types = HashMap::new();
+    let mut type_names: HashMap<Name, Pos> = HashMap::new();
     for decl in &module.decls {
         match decl {
             Decl::Type(t) => {
-                define(&t.name, t.pos, &mut errors);
+                // Types live in their own namespace: `type W = W(…)` is fine.
+                if let Some(first) = type_names.insert(t.name.clone(), t.pos) {
+                    errors.push(Diagnostic::at(
+                        "MOD007",
+                        format!("duplicate definition of type '{}' (first defined at line {})", t.name, first.line),
+                        t.pos,
+                    ));
+                }
                 if let TypeBody::Variants(variants) = &t.body {
                     for v in variants {
                         define(&v.name, v.pos, &mut errors);

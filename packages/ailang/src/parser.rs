@@ -972,7 +972,19 @@ impl Parser {
             let base = Expr { kind: ExprKind::Var(base), pos: bpos };
             return Ok(Expr { kind: ExprKind::RecordUpdate(Box::new(base), fields), pos });
         }
-        self.block(pos)
+        if self.is_word("let") || self.is_word("letrec") {
+            return self.block(pos);
+        }
+        // `{ expr | f: v }` updates any record expression; otherwise `expr` opens a block.
+        self.enter()?;
+        let first = self.expr();
+        self.leave();
+        let first = first?;
+        if self.eat_sym("|") {
+            let fields = self.record_fields()?;
+            return Ok(Expr { kind: ExprKind::RecordUpdate(Box::new(first), fields), pos });
+        }
+        self.block_from(pos, Some(Stmt::Expr(first)))
     }
 
     fn record_fields(&mut self) -> Result<Vec<(Name, Expr)>, Diagnostic> {
@@ -1005,14 +1017,26 @@ impl Parser {
 
     /// The statements of a block whose `{` is already consumed.
     fn block(&mut self, pos: Pos) -> Result<Expr, Diagnostic> {
+        self.block_from(pos, None)
+    }
+
+    /// A block body, possibly with its first statement already parsed.
+    fn block_from(&mut self, pos: Pos, first: Option<Stmt>) -> Result<Expr, Diagnostic> {
         self.enter()?;
         let mut stmts = Vec::new();
+        let mut pending = first;
         loop {
-            while self.eat_sym(";") {}
-            if self.is_sym("}") {
-                break;
+            if pending.is_none() {
+                while self.eat_sym(";") {}
+                if self.is_sym("}") {
+                    break;
+                }
             }
-            stmts.push(self.statement()?);
+            let stmt = match pending.take() {
+                Some(stmt) => stmt,
+                None => self.statement()?,
+            };
+            stmts.push(stmt);
             if self.eat_sym(";") || self.is_sym("}") || self.peek().newline_before {
                 continue;
             }
