@@ -2,13 +2,16 @@
 //! registry and admission, and serves them over the world.v1 gRPC API; the
 //! `world-core` binary also carries the operator verbs (session, genesis).
 
+pub mod archive;
 pub mod attended;
 pub mod genesis;
 pub mod grpc;
 pub mod limits;
+pub mod publish;
 pub mod registry;
 pub mod session;
 pub mod store;
+pub mod subprocess;
 
 use world_model::{Failure, FailureCode};
 use world_proto::v1 as pb;
@@ -22,13 +25,20 @@ pub const DAEMON_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// What the serving core knows and shares with every request.
 pub struct Core {
     pub store: Store,
-    /// The archived interpreter's ref and `--version` text, when serving with one.
-    pub interpreter: Option<(world_model::HashRef, String)>,
+    /// The archived interpreter, when serving with one (else no coordinator).
+    pub interpreter: Option<archive::Interpreter>,
+    pub registry: registry::RegistryReader,
+    pub slots: subprocess::Slots,
 }
 
 impl Core {
-    pub fn new(store: Store) -> Self {
-        Self { store, interpreter: None }
+    pub fn new(store: Store, interpreter: Option<archive::Interpreter>) -> Self {
+        Self {
+            store,
+            interpreter,
+            registry: registry::RegistryReader::default(),
+            slots: subprocess::Slots::new(subprocess::DEFAULT_SLOTS),
+        }
     }
 
     /// Resolves a credential fresh from the store under the credential deadline.
@@ -43,7 +53,7 @@ impl Core {
 
     pub fn health(&self) -> pb::HealthReply {
         let (interpreter_ref, interpreter_version) = match &self.interpreter {
-            Some((reference, version)) => (reference.to_string(), version.clone()),
+            Some(interpreter) => (interpreter.reference.to_string(), interpreter.version.clone()),
             None => (String::new(), String::new()),
         };
         pb::HealthReply {

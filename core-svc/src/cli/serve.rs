@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
-use world_core::Core;
+use world_core::archive::Archive;
+use world_core::subprocess::{self, Slots};
+use world_core::{Core, registry};
 use world_core::store::{LockMode, OpenMode, ServingLock};
 
 use super::{Failed, Outcome, open_store, parse_location};
@@ -40,14 +42,29 @@ pub struct ServeArgs {
 
 pub async fn run(args: ServeArgs) -> Outcome {
     let location = parse_location(&args.store)?;
-    if args.ailang_bin.is_some() {
-        return Err(Failed::refused(
-            "--ailang-bin is not supported by this build yet: serve without it (invocations answer \"not available\")",
-        ));
-    }
     let store = open_store(&location, OpenMode::CreateIfMissing).await?;
     let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
-    let core = Arc::new(Core::new(store.clone()));
+    let slots = Slots::new(subprocess::DEFAULT_SLOTS);
+    let interpreter = match &args.ailang_bin {
+        None => {
+            tracing::warn!("serving without --ailang-bin: there is no coordinator; invocations answer \"not available\"");
+            None
+        }
+        Some(binary) => {
+            let archive = Archive::for_store(&location, args.artifacts.as_deref()).map_err(Failed::refused)?;
+            let interpreter = archive
+                .archive(binary, &slots)
+                .await
+                .map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
+            let release = interpreter.release();
+            registry::bootstrap_epochs(&store, &release)
+                .await
+                .map_err(|e| Failed::fatal(format!("startup failed at registry-bootstrap: {e}")))?;
+            tracing::info!(interpreter = %interpreter.reference, %release, "interpreter archived and pinned");
+            Some(interpreter)
+        }
+    };
+    let core = Arc::new(Core::new(store.clone(), interpreter));
 
     let listener = TcpListener::bind(args.listen)
         .await

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
+use world_model::{Failure, FailureCode};
 use world_proto::v1 as pb;
 use world_proto::v1::admission_server::Admission;
 
@@ -25,12 +26,22 @@ impl Admission for AdmissionService {
         use pb::admit_reply::Outcome;
         let outcome = async {
             let session = self.core.resolve_session(authorization(&request), "admit").await?;
-            let surface = registry::surface(&self.core.store, &session.grants, crate::session::now_unix()).await?;
+            let current = self.core.registry.current(&self.core.store).await.map_err(|error| {
+                tracing::error!(%error, "admit: transition registry read failed");
+                Failure::of(FailureCode::Unavailable)
+            })?;
+            let now = crate::session::now_unix();
+            let (head, surface) = match &current {
+                Some((head, revision)) => {
+                    (head.to_string(), registry::visible(revision, &session.grants, now).map(convert::descriptor).collect())
+                }
+                None => (String::new(), Vec::new()),
+            };
             Ok(pb::Admitted {
                 episode: session.episode.as_str().to_owned(),
                 expires_at: session.expires_at,
-                surface: surface.descriptors,
-                registry_head: world_model::HashRef::optional_text(surface.head.as_ref()),
+                surface,
+                registry_head: head,
             })
         }
         .await;

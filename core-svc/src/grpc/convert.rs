@@ -1,6 +1,6 @@
 //! Translations between store records, domain failures and world.v1 messages.
 
-use world_model::{Failure, FailureCode, HashRef, HashRefError, SessionDenial};
+use world_model::{AccessTriple, Descriptor, Failure, FailureCode, HashRef, HashRefError, SessionDenial};
 use world_proto::v1 as pb;
 
 use crate::session::ResolveError;
@@ -149,4 +149,23 @@ pub fn commit_parts(request: &pb::CommitRequest) -> Result<(Option<HashRef>, Wor
         });
     }
     Ok((observed, next_world, log_entry, objects))
+}
+
+fn triple(triple: &AccessTriple) -> pb::AccessTriple {
+    pb::AccessTriple { effect: triple.effect.clone(), scope: triple.scope.clone(), cost: triple.cost }
+}
+
+pub fn descriptor(descriptor: &Descriptor) -> pb::Descriptor {
+    pb::Descriptor {
+        id: descriptor.id.as_str().to_owned(),
+        title: descriptor.title.clone(),
+        description: descriptor.description.clone(),
+        input_schema: descriptor.input_schema.as_str().as_bytes().to_vec(),
+        output_schema: descriptor.output_schema.as_str().as_bytes().to_vec(),
+        transition_fn: descriptor.transition_fn.to_string(),
+        interpreter: descriptor.interpreter.to_string(),
+        semantics_epoch: descriptor.semantics_epoch,
+        access: Some(triple(&descriptor.access)),
+        declared_effects: descriptor.declared_effects.iter().map(triple).collect(),
+    }
 }
