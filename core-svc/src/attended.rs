@@ -41,13 +41,29 @@ pub fn confirm_phrase(step: &str, prompt: &str, phrase: &str) -> Result<(), Atte
 }
 
 fn ask(step: &str, prompt: &str) -> Result<String, AttendedError> {
-    if std::env::var_os("CI").is_some() {
+    if ci_is_set() {
         return Err(AttendedError::UnderCi { step: step.to_owned() });
     }
     let no_terminal = |e: std::io::Error| AttendedError::NoTerminal { step: step.to_owned(), cause: e.to_string() };
-    let mut tty = OpenOptions::new().read(true).write(true).open("/dev/tty").map_err(no_terminal)?;
-    tty.write_all(prompt.as_bytes()).and_then(|()| tty.flush()).map_err(no_terminal)?;
+    let mut terminal = open_terminal().map_err(no_terminal)?;
+    Ok(ask_terminal(&mut terminal, prompt).map_err(no_terminal)?.unwrap_or_default())
+}
+
+/// `CI` set to anything non-empty.
+pub fn ci_is_set() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty())
+}
+
+/// The controlling terminal, read-write. Fails without one (setsid, cron, CI).
+pub fn open_terminal() -> std::io::Result<std::fs::File> {
+    OpenOptions::new().read(true).write(true).open("/dev/tty")
+}
+
+/// Writes `prompt` to the terminal and reads one line; `None` at end of input.
+pub fn ask_terminal(terminal: &mut std::fs::File, prompt: &str) -> std::io::Result<Option<String>> {
+    terminal.write_all(prompt.as_bytes())?;
+    terminal.flush()?;
     let mut answer = String::new();
-    BufReader::new(tty).read_line(&mut answer).map_err(no_terminal)?;
-    Ok(answer)
+    let read = BufReader::new(terminal).read_line(&mut answer)?;
+    Ok((read > 0).then_some(answer))
 }
