@@ -163,6 +163,8 @@ fn decode_float_array(_: &mut Interp, a: Vec<Value>) -> Result<Value, Diagnostic
 
 /// Encode a `Json` value exactly as the reference does.
 pub fn encode(v: &Value) -> Result<String, Diagnostic> {
+    // Guard the recursion even when called outside the CLI's big-stack thread.
+    let _region = stack::enter(None);
     let mut out = String::new();
     encode_into(v, &mut out)?;
     Ok(out)
