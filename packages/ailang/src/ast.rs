@@ -40,7 +40,11 @@ pub enum Decl {
     Type(TypeDecl),
     Func(Rc<FuncDecl>),
     /// `test "name" = expr`: passes when the expression is `true`.
-    Test { name: String, body: Expr, pos: Pos },
+    Test {
+        name: String,
+        body: Expr,
+        pos: Pos,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -72,7 +76,10 @@ pub enum TypeExpr {
     List(Box<TypeExpr>),
     Tuple(Vec<TypeExpr>),
     Unit,
-    Record { fields: Vec<(Name, TypeExpr)>, open: bool },
+    Record {
+        fields: Vec<(Name, TypeExpr)>,
+        open: bool,
+    },
     Func(Vec<TypeExpr>, Box<TypeExpr>),
 }
 
@@ -131,7 +138,12 @@ pub enum ExprKind {
     If(Box<Expr>, Box<Expr>, Box<Expr>),
     Match(Box<Expr>, Vec<Arm>),
     /// `let p = e in body` (`recursive` for `letrec`).
-    Let { pat: Pattern, value: Box<Expr>, body: Box<Expr>, recursive: bool },
+    Let {
+        pat: Pattern,
+        value: Box<Expr>,
+        body: Box<Expr>,
+        recursive: bool,
+    },
     Block(Vec<Stmt>),
     Unary(UnaryOp, Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
@@ -183,7 +195,10 @@ pub enum PatKind {
     /// `[a, b]`, or `[a, ...rest]` when `rest` is set.
     List(Vec<Pattern>, Option<Box<Pattern>>),
     Cons(Box<Pattern>, Box<Pattern>),
-    Record { fields: Vec<(Name, Pattern)>, open: bool },
+    Record {
+        fields: Vec<(Name, Pattern)>,
+        open: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,15 +9,19 @@ use crate::argdecode::decode_argument;
 use crate::ast::{Decl, FuncDecl, TypeExpr};
 use crate::check::check_program;
 use crate::diag::Diagnostic;
-use crate::eval::{Interp, DEFAULT_MAX_DEPTH};
-use crate::loader::{load, LoadOptions, Program};
+use crate::eval::{DEFAULT_MAX_DEPTH, Interp};
+use crate::loader::{LoadOptions, Program, load};
 use crate::stdlib::json::encode_string;
-use crate::value::{equal, show, Value};
+use crate::value::{Value, equal, show};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::rc::Rc;
 
-pub const RELEASE: &str = concat!("ailang-rs ", env!("CARGO_PKG_VERSION"), " (AILANG v0.41 compatible)");
+pub const RELEASE: &str = concat!(
+    "ailang-rs ",
+    env!("CARGO_PKG_VERSION"),
+    " (AILANG v0.41 compatible)"
+);
 
 const USAGE: &str = "\
 Usage:
@@ -90,7 +94,11 @@ struct Flags {
 
 impl Flags {
     fn get(&self, name: &str) -> Option<&str> {
-        self.values.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.values
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     fn is_set(&self, name: &str) -> bool {
@@ -113,7 +121,10 @@ fn parse_flags(args: &[String], bools: &[&str], valued: &[&str]) -> Result<Flags
             flags.positional.extend(args[i + 1..].iter().cloned());
             break;
         }
-        let Some(body) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')).filter(|b| !b.is_empty())
+        let Some(body) = arg
+            .strip_prefix("--")
+            .or_else(|| arg.strip_prefix('-'))
+            .filter(|b| !b.is_empty())
         else {
             flags.positional.extend(args[i..].iter().cloned());
             break;
@@ -128,7 +139,9 @@ fn parse_flags(args: &[String], bools: &[&str], valued: &[&str]) -> Result<Flags
         if bools.contains(&name) {
             let value = inline.unwrap_or_else(|| "true".into());
             if value != "true" && value != "false" {
-                return Err(FlagError::Bad(format!("invalid boolean value {value:?} for -{name}")));
+                return Err(FlagError::Bad(format!(
+                    "invalid boolean value {value:?} for -{name}"
+                )));
             }
             flags.values.push((name.to_string(), value));
         } else if valued.contains(&name) {
@@ -136,19 +149,28 @@ fn parse_flags(args: &[String], bools: &[&str], valued: &[&str]) -> Result<Flags
                 Some(v) => v,
                 None => {
                     i += 1;
-                    args.get(i).cloned().ok_or_else(|| FlagError::Bad(format!("flag needs an argument: -{name}")))?
+                    args.get(i)
+                        .cloned()
+                        .ok_or_else(|| FlagError::Bad(format!("flag needs an argument: -{name}")))?
                 }
             };
             flags.values.push((name.to_string(), value));
         } else {
-            return Err(FlagError::Bad(format!("flag provided but not defined: -{name}")));
+            return Err(FlagError::Bad(format!(
+                "flag provided but not defined: -{name}"
+            )));
         }
         i += 1;
     }
     Ok(flags)
 }
 
-fn flags_or_exit(args: &[String], bools: &[&str], valued: &[&str], io: &mut Io<'_>) -> Result<Flags, i32> {
+fn flags_or_exit(
+    args: &[String],
+    bools: &[&str],
+    valued: &[&str],
+    io: &mut Io<'_>,
+) -> Result<Flags, i32> {
     match parse_flags(args, bools, valued) {
         Ok(f) => Ok(f),
         Err(FlagError::Help) => {
@@ -170,8 +192,20 @@ fn read_source(file: &str, io: &mut Io<'_>) -> Result<String, i32> {
 }
 
 /// Load and structurally check a file, printing every error; `None` when it failed.
-fn load_checked(file: &str, source: &str, relax: bool, quiet: bool, io: &mut Io<'_>) -> Option<Program> {
-    let loaded = load(source, file, LoadOptions { relax_modules: relax });
+fn load_checked(
+    file: &str,
+    source: &str,
+    relax: bool,
+    quiet: bool,
+    io: &mut Io<'_>,
+) -> Option<Program> {
+    let loaded = load(
+        source,
+        file,
+        LoadOptions {
+            relax_modules: relax,
+        },
+    );
     if !quiet {
         for w in &loaded.warnings {
             let _ = writeln!(io.err, "Warning: {w}");
@@ -195,8 +229,20 @@ fn interp_for(program: &Program, max_depth: usize, caps: HashSet<String>) -> Int
 }
 
 fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
-    let bools = ["quiet", "relax-modules", "print", "no-print", "verify-contracts"];
-    let valued = ["entry", "args-json", "args-file", "caps", "max-recursion-depth"];
+    let bools = [
+        "quiet",
+        "relax-modules",
+        "print",
+        "no-print",
+        "verify-contracts",
+    ];
+    let valued = [
+        "entry",
+        "args-json",
+        "args-file",
+        "caps",
+        "max-recursion-depth",
+    ];
     let flags = match flags_or_exit(args, &bools, &valued, io) {
         Ok(f) => f,
         Err(code) => return code,
@@ -217,15 +263,26 @@ fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     };
     let caps: HashSet<String> = match flags.get("caps") {
-        Some("auto") => ["IO", "FS", "Net", "Env", "Process", "Clock", "AI", "Rand"].iter().map(|s| s.to_string()).collect(),
-        Some(list) => list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+        Some("auto") => ["IO", "FS", "Net", "Env", "Process", "Clock", "AI", "Rand"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        Some(list) => list
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
         None => HashSet::new(),
     };
     // The argument source is settled before anything else: its failures exit 2.
     let argument_given = flags.get("args-json").is_some() || flags.get("args-file").is_some();
     let argument = match (flags.get("args-json"), flags.get("args-file")) {
         (Some(_), Some(_)) => {
-            let _ = writeln!(io.err, "Error: --args-json and --args-file cannot both be given");
+            let _ = writeln!(
+                io.err,
+                "Error: --args-json and --args-file cannot both be given"
+            );
             return 2;
         }
         (None, Some(path)) => match std::fs::read(path) {
@@ -268,7 +325,9 @@ fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let Some(program) = load_checked(&file, &source, relax, quiet, io) else { return 1 };
+    let Some(program) = load_checked(&file, &source, relax, quiet, io) else {
+        return 1;
+    };
     let entry = match select_entry(&program, &entry_name) {
         Ok(Selected::Named(f)) => f,
         Ok(Selected::Auto(f)) => {
@@ -327,7 +386,11 @@ fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
 /// File and stdin arguments lose a UTF-8 BOM and trailing whitespace; empty is refused.
 fn clean_argument(bytes: Vec<u8>) -> Option<String> {
     let text = String::from_utf8(bytes).ok()?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text).trim_end().to_string();
+    let text = text
+        .strip_prefix('\u{feff}')
+        .unwrap_or(&text)
+        .trim_end()
+        .to_string();
     if text.is_empty() { None } else { Some(text) }
 }
 
@@ -345,9 +408,15 @@ fn select_entry(program: &Program, name: &str) -> Result<Selected, String> {
     if let Some(f) = program.exported_funcs().find(|f| &*f.name == name) {
         return Ok(Selected::Named(f.clone()));
     }
-    let exports: Vec<String> = program.exported_funcs().map(|f| f.name.to_string()).collect();
+    let exports: Vec<String> = program
+        .exported_funcs()
+        .map(|f| f.name.to_string())
+        .collect();
     if name == "main" {
-        let zero_arg: Vec<&Rc<FuncDecl>> = program.exported_funcs().filter(|f| takes_no_arguments(f)).collect();
+        let zero_arg: Vec<&Rc<FuncDecl>> = program
+            .exported_funcs()
+            .filter(|f| takes_no_arguments(f))
+            .collect();
         match zero_arg.as_slice() {
             [only] => return Ok(Selected::Auto((*only).clone())),
             [] => {}
@@ -359,13 +428,24 @@ fn select_entry(program: &Program, name: &str) -> Result<Selected, String> {
         }
     }
     if program.func(name).is_some() {
-        return Err(format!("entrypoint '{name}' is not exported\nAvailable exports: [{}]", exports.join(" ")));
+        return Err(format!(
+            "entrypoint '{name}' is not exported\nAvailable exports: [{}]",
+            exports.join(" ")
+        ));
     }
-    Err(format!("entrypoint '{name}' not found in module\nAvailable exports: [{}]", exports.join(" ")))
+    Err(format!(
+        "entrypoint '{name}' not found in module\nAvailable exports: [{}]",
+        exports.join(" ")
+    ))
 }
 
 fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
-    let flags = match flags_or_exit(args, &["relax-modules", "quiet"], &["max-recursion-depth"], io) {
+    let flags = match flags_or_exit(
+        args,
+        &["relax-modules", "quiet"],
+        &["max-recursion-depth"],
+        io,
+    ) {
         Ok(f) => f,
         Err(code) => return code,
     };
@@ -378,7 +458,9 @@ fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let Some(program) = load_checked(&file, &source, relax, flags.is_set("quiet"), io) else { return 1 };
+    let Some(program) = load_checked(&file, &source, relax, flags.is_set("quiet"), io) else {
+        return 1;
+    };
     let mut interp = interp_for(&program, DEFAULT_MAX_DEPTH, HashSet::new());
     let (mut passed, mut failed) = (0usize, 0usize);
     for decl in &program.module.decls {
@@ -389,7 +471,13 @@ fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
                         Ok(()) => passed += 1,
                         Err(why) => {
                             failed += 1;
-                            let _ = writeln!(io.out, "FAIL {} row {} (line {}): {why}", f.name, i + 1, row.pos.line);
+                            let _ = writeln!(
+                                io.out,
+                                "FAIL {} row {} (line {}): {why}",
+                                f.name,
+                                i + 1,
+                                row.pos.line
+                            );
                         }
                     }
                 }
@@ -398,11 +486,20 @@ fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
                 Ok(Value::Bool(true)) => passed += 1,
                 Ok(other) => {
                     failed += 1;
-                    let _ = writeln!(io.out, "FAIL test \"{name}\" (line {}): got {}", pos.line, show(&other));
+                    let _ = writeln!(
+                        io.out,
+                        "FAIL test \"{name}\" (line {}): got {}",
+                        pos.line,
+                        show(&other)
+                    );
                 }
                 Err(e) => {
                     failed += 1;
-                    let _ = writeln!(io.out, "FAIL test \"{name}\" (line {}): error: {e}", pos.line);
+                    let _ = writeln!(
+                        io.out,
+                        "FAIL test \"{name}\" (line {}): error: {e}",
+                        pos.line
+                    );
                 }
             },
             Decl::Type(_) => {}
@@ -414,14 +511,22 @@ fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
 
 /// One inline test row: a tuple input is spread over several parameters.
 fn run_row(interp: &mut Interp, f: &Rc<FuncDecl>, row: &crate::ast::TestRow) -> Result<(), String> {
-    let input = interp.eval(&row.input, &None).map_err(|e| format!("input error: {e}"))?;
-    let expected = interp.eval(&row.expected, &None).map_err(|e| format!("expected-value error: {e}"))?;
+    let input = interp
+        .eval(&row.input, &None)
+        .map_err(|e| format!("input error: {e}"))?;
+    let expected = interp
+        .eval(&row.expected, &None)
+        .map_err(|e| format!("expected-value error: {e}"))?;
     let args = match &input {
-        Value::Tuple(items) if f.params.len() > 1 && items.0.len() == f.params.len() => items.0.clone(),
+        Value::Tuple(items) if f.params.len() > 1 && items.0.len() == f.params.len() => {
+            items.0.clone()
+        }
         other => vec![other.clone()],
     };
     let shown_input = show_quoted(&input);
-    let got = interp.call_decl(f, args).map_err(|e| format!("input {shown_input}: error: {e}"))?;
+    let got = interp
+        .call_decl(f, args)
+        .map_err(|e| format!("input {shown_input}: error: {e}"))?;
     match equal(&got, &expected) {
         Ok(true) => Ok(()),
         Ok(false) => Err(format!(
@@ -436,13 +541,21 @@ fn run_row(interp: &mut Interp, f: &Rc<FuncDecl>, row: &crate::ast::TestRow) -> 
 /// `show`, but with top-level strings quoted so that failure lines are unambiguous.
 fn show_quoted(v: &Value) -> String {
     match v {
-        Value::Str(_) => show(&Value::list(vec![v.clone()])).trim_start_matches('[').trim_end_matches(']').to_string(),
+        Value::Str(_) => show(&Value::list(vec![v.clone()]))
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
         other => show(other),
     }
 }
 
 fn check_command(args: &[String], io: &mut Io<'_>) -> i32 {
-    let flags = match flags_or_exit(args, &["json", "quiet", "relax-modules", "strict-syntax"], &["timeout"], io) {
+    let flags = match flags_or_exit(
+        args,
+        &["json", "quiet", "relax-modules", "strict-syntax"],
+        &["timeout"],
+        io,
+    ) {
         Ok(f) => f,
         Err(code) => return code,
     };
@@ -454,9 +567,19 @@ fn check_command(args: &[String], io: &mut Io<'_>) -> i32 {
     let quiet = flags.is_set("quiet") || json;
     let relax = flags.is_set("relax-modules") || io.relax_env;
     let errors: Vec<Diagnostic> = match std::fs::read_to_string(&file) {
-        Err(e) => vec![Diagnostic::new("ERROR", format!("cannot read file '{file}': {e}"), None)],
+        Err(e) => vec![Diagnostic::new(
+            "ERROR",
+            format!("cannot read file '{file}': {e}"),
+            None,
+        )],
         Ok(source) => {
-            let loaded = load(&source, &file, LoadOptions { relax_modules: relax });
+            let loaded = load(
+                &source,
+                &file,
+                LoadOptions {
+                    relax_modules: relax,
+                },
+            );
             if !quiet {
                 for w in &loaded.warnings {
                     let _ = writeln!(io.err, "Warning: {w}");
@@ -503,14 +626,30 @@ pub fn check_report_json(file: &str, errors: &[Diagnostic]) -> String {
     out.push_str("  \"errors\": [\n");
     for (i, e) in errors.iter().enumerate() {
         out.push_str("    {\n");
-        let mut fields = vec![format!("\"code\": {}", q(&e.code)), format!("\"message\": {}", q(&e.message))];
-        fields.push(format!("\"file\": {}", q(e.file.as_deref().unwrap_or(file))));
+        let mut fields = vec![
+            format!("\"code\": {}", q(&e.code)),
+            format!("\"message\": {}", q(&e.message)),
+        ];
+        fields.push(format!(
+            "\"file\": {}",
+            q(e.file.as_deref().unwrap_or(file))
+        ));
         if let Some(pos) = e.pos {
             fields.push(format!("\"line\": {}", pos.line));
             fields.push(format!("\"column\": {}", pos.col));
         }
-        out.push_str(&fields.iter().map(|f| format!("      {f}")).collect::<Vec<_>>().join(",\n"));
-        out.push_str(if i + 1 == errors.len() { "\n    }\n" } else { "\n    },\n" });
+        out.push_str(
+            &fields
+                .iter()
+                .map(|f| format!("      {f}"))
+                .collect::<Vec<_>>()
+                .join(",\n"),
+        );
+        out.push_str(if i + 1 == errors.len() {
+            "\n    }\n"
+        } else {
+            "\n    },\n"
+        });
     }
     out.push_str("  ]\n}");
     out

@@ -38,8 +38,17 @@ fn coerce_float(declared_float: bool, v: Value) -> Value {
 }
 
 impl Interp {
-    pub fn new(globals: HashMap<Name, Value>, max_depth: usize, capabilities: HashSet<String>) -> Self {
-        Interp { globals, depth: 0, max_depth, capabilities }
+    pub fn new(
+        globals: HashMap<Name, Value>,
+        max_depth: usize,
+        capabilities: HashSet<String>,
+    ) -> Self {
+        Interp {
+            globals,
+            depth: 0,
+            max_depth,
+            capabilities,
+        }
     }
 
     pub fn global(&self, name: &str) -> Option<&Value> {
@@ -51,7 +60,10 @@ impl Interp {
     }
 
     fn recursion_error(&self) -> Diagnostic {
-        rt("RT_RECURSION", format!("maximum recursion depth exceeded ({})", self.max_depth))
+        rt(
+            "RT_RECURSION",
+            format!("maximum recursion depth exceeded ({})", self.max_depth),
+        )
     }
 
     pub fn eval(&mut self, expr: &Expr, env: &Env) -> Result<Value, Diagnostic> {
@@ -95,7 +107,10 @@ impl Interp {
                 match value.field(field) {
                     Some(v) => v.clone(),
                     None => {
-                        return Err(type_error(format!("no field '{field}' on {}", value.type_name())));
+                        return Err(type_error(format!(
+                            "no field '{field}' on {}",
+                            value.type_name()
+                        )));
                     }
                 }
             }
@@ -137,9 +152,10 @@ impl Interp {
                 }
                 Value::list(values)
             }
-            ExprKind::Lambda(lambda) => {
-                Value::Func(Rc::new(Callable::Closure { lambda: lambda.clone(), env: env.clone() }))
-            }
+            ExprKind::Lambda(lambda) => Value::Func(Rc::new(Callable::Closure {
+                lambda: lambda.clone(),
+                env: env.clone(),
+            })),
             ExprKind::If(cond, then, otherwise) => {
                 if as_bool(&self.eval(cond, env)?, "if condition")? {
                     self.eval(then, env)?
@@ -154,16 +170,24 @@ impl Interp {
                     if !self.bind_pattern(&arm.pat, &value, &mut arm_env)? {
                         continue;
                     }
-                    if let Some(guard) = &arm.guard {
-                        if !as_bool(&self.eval(guard, &arm_env)?, "match guard")? {
-                            continue;
-                        }
+                    if let Some(guard) = &arm.guard
+                        && !as_bool(&self.eval(guard, &arm_env)?, "match guard")?
+                    {
+                        continue;
                     }
                     return self.eval(&arm.body, &arm_env);
                 }
-                return Err(rt("RT_MATCH", format!("no pattern matched value {}", show(&value))));
+                return Err(rt(
+                    "RT_MATCH",
+                    format!("no pattern matched value {}", show(&value)),
+                ));
             }
-            ExprKind::Let { pat, value, body, recursive } => {
+            ExprKind::Let {
+                pat,
+                value,
+                body,
+                recursive,
+            } => {
                 let mut inner = env.clone();
                 self.bind_let(pat, value, *recursive, &mut inner)?;
                 self.eval(body, &inner)?
@@ -212,23 +236,40 @@ impl Interp {
             .ok_or_else(|| rt("TC002", format!("unbound variable: {name}")))
     }
 
-    fn bind_let(&mut self, pat: &Pattern, value: &Expr, recursive: bool, env: &mut Env) -> Result<(), Diagnostic> {
+    fn bind_let(
+        &mut self,
+        pat: &Pattern,
+        value: &Expr,
+        recursive: bool,
+        env: &mut Env,
+    ) -> Result<(), Diagnostic> {
         let v = match (&pat.kind, &value.kind, recursive) {
-            (PatKind::Var(name), ExprKind::Lambda(lambda), true) => Value::Func(Rc::new(Callable::RecClosure {
-                lambda: lambda.clone(),
-                env: env.clone(),
-                name: name.clone(),
-            })),
+            (PatKind::Var(name), ExprKind::Lambda(lambda), true) => {
+                Value::Func(Rc::new(Callable::RecClosure {
+                    lambda: lambda.clone(),
+                    env: env.clone(),
+                    name: name.clone(),
+                }))
+            }
             _ => self.eval(value, env)?,
         };
         if !self.bind_pattern(pat, &v, env)? {
-            return Err(rt("RT_MATCH", format!("let pattern did not match value {}", show(&v))).in_pos(pat.pos));
+            return Err(rt(
+                "RT_MATCH",
+                format!("let pattern did not match value {}", show(&v)),
+            )
+            .in_pos(pat.pos));
         }
         Ok(())
     }
 
     /// Match `value` against `pat`, extending `env` with the bindings on success.
-    pub fn bind_pattern(&mut self, pat: &Pattern, value: &Value, env: &mut Env) -> Result<bool, Diagnostic> {
+    pub fn bind_pattern(
+        &mut self,
+        pat: &Pattern,
+        value: &Value,
+        env: &mut Env,
+    ) -> Result<bool, Diagnostic> {
         if stack::exhausted() {
             return Err(self.recursion_error());
         }
@@ -277,7 +318,9 @@ impl Interp {
             (PatKind::List(pats, rest), Value::List(list)) => {
                 let mut cur = list.clone();
                 for p in pats {
-                    let Some((head, tail)) = cur.split() else { return Ok(false) };
+                    let Some((head, tail)) = cur.split() else {
+                        return Ok(false);
+                    };
                     let (head, tail) = (head.clone(), tail.clone());
                     if !self.bind_pattern(p, &head, env)? {
                         return Ok(false);
@@ -290,13 +333,18 @@ impl Interp {
                 }
             }
             (PatKind::Cons(head_pat, tail_pat), Value::List(list)) => {
-                let Some((head, tail)) = list.split() else { return Ok(false) };
+                let Some((head, tail)) = list.split() else {
+                    return Ok(false);
+                };
                 let tail = Value::List(tail.clone());
-                self.bind_pattern(head_pat, head, env)? && self.bind_pattern(tail_pat, &tail, env)?
+                self.bind_pattern(head_pat, head, env)?
+                    && self.bind_pattern(tail_pat, &tail, env)?
             }
             (PatKind::Record { fields, .. }, v @ (Value::Record(_) | Value::Ctor(_))) => {
                 for (name, p) in fields {
-                    let Some(fv) = v.field(name) else { return Ok(false) };
+                    let Some(fv) = v.field(name) else {
+                        return Ok(false);
+                    };
                     let fv = fv.clone();
                     if !self.bind_pattern(p, &fv, env)? {
                         return Ok(false);
@@ -311,7 +359,10 @@ impl Interp {
     /// Call a function value. `f()` passes a unit argument to a one-parameter function.
     pub fn apply(&mut self, f: &Value, mut args: Vec<Value>) -> Result<Value, Diagnostic> {
         let Value::Func(callable) = f else {
-            return Err(type_error(format!("cannot call a value of type {}", f.type_name())));
+            return Err(type_error(format!(
+                "cannot call a value of type {}",
+                f.type_name()
+            )));
         };
         match &**callable {
             Callable::Func(decl) => {
@@ -332,7 +383,11 @@ impl Interp {
                 }
                 (native.run)(self, args)
             }
-            Callable::Ctor { name, arity, float_fields } => {
+            Callable::Ctor {
+                name,
+                arity,
+                float_fields,
+            } => {
                 if args.len() != *arity {
                     return Err(arity_error(name, *arity, args.len()));
                 }
@@ -341,7 +396,10 @@ impl Interp {
                     .zip(float_fields.iter())
                     .map(|(v, is_float)| coerce_float(*is_float, v))
                     .collect();
-                Ok(Value::Ctor(Rc::new(CtorValue { name: name.clone(), args: Seq(args) })))
+                Ok(Value::Ctor(Rc::new(CtorValue {
+                    name: name.clone(),
+                    args: Seq(args),
+                })))
             }
         }
     }
@@ -354,7 +412,11 @@ impl Interp {
         Ok(())
     }
 
-    pub fn call_decl(&mut self, decl: &Rc<FuncDecl>, mut args: Vec<Value>) -> Result<Value, Diagnostic> {
+    pub fn call_decl(
+        &mut self,
+        decl: &Rc<FuncDecl>,
+        mut args: Vec<Value>,
+    ) -> Result<Value, Diagnostic> {
         if args.is_empty() && decl.params.len() == 1 {
             args.push(Value::Unit);
         }
@@ -374,7 +436,12 @@ impl Interp {
         Ok(coerce_float(is_float_type(&decl.ret), result?))
     }
 
-    fn call_lambda(&mut self, lambda: &Lambda, mut env: Env, mut args: Vec<Value>) -> Result<Value, Diagnostic> {
+    fn call_lambda(
+        &mut self,
+        lambda: &Lambda,
+        mut env: Env,
+        mut args: Vec<Value>,
+    ) -> Result<Value, Diagnostic> {
         if args.is_empty() && lambda.params.len() == 1 {
             args.push(Value::Unit);
         }
@@ -383,7 +450,11 @@ impl Interp {
         }
         for (param, arg) in lambda.params.iter().zip(args) {
             if &*param.name != "_" {
-                env = bind(&env, param.name.clone(), coerce_float(is_float_type(&param.ty), arg));
+                env = bind(
+                    &env,
+                    param.name.clone(),
+                    coerce_float(is_float_type(&param.ty), arg),
+                );
             }
         }
         self.enter_call()?;
@@ -394,7 +465,10 @@ impl Interp {
 }
 
 fn arity_error(name: &str, expected: usize, got: usize) -> Diagnostic {
-    rt("RT_ARITY", format!("'{name}' expects {expected} argument(s), got {got}"))
+    rt(
+        "RT_ARITY",
+        format!("'{name}' expects {expected} argument(s), got {got}"),
+    )
 }
 
 impl Diagnostic {
@@ -413,7 +487,12 @@ fn unary(op: UnaryOp, v: Value) -> Result<Value, Diagnostic> {
         (UnaryOp::Neg, Value::Float(f)) => Value::Float(-f),
         (UnaryOp::Not, Value::Bool(b)) => Value::Bool(!b),
         (UnaryOp::BitNot, Value::Int(n)) => Value::Int(!n),
-        (op, v) => return Err(type_error(format!("operator {op:?} does not apply to {}", v.type_name()))),
+        (op, v) => {
+            return Err(type_error(format!(
+                "operator {op:?} does not apply to {}",
+                v.type_name()
+            )));
+        }
     })
 }
 
@@ -456,7 +535,11 @@ fn shift(n: i64, count: i64, left: bool) -> Result<i64, Diagnostic> {
 /// dividend's sign (so `0.0 / 0.0` is +Inf, not NaN).
 pub fn float_div(a: f64, b: f64) -> f64 {
     if b == 0.0 {
-        if a >= 0.0 { f64::INFINITY } else { f64::NEG_INFINITY }
+        if a >= 0.0 {
+            f64::INFINITY
+        } else {
+            f64::NEG_INFINITY
+        }
     } else {
         a / b
     }
@@ -465,7 +548,12 @@ pub fn float_div(a: f64, b: f64) -> f64 {
 pub fn binary(op: BinOp, left: Value, right: Value) -> Result<Value, Diagnostic> {
     use Value::{Float, Int};
     let mismatch = |l: &Value, r: &Value| {
-        type_error(format!("operator {} does not apply to {} and {}", op.symbol(), l.type_name(), r.type_name()))
+        type_error(format!(
+            "operator {} does not apply to {} and {}",
+            op.symbol(),
+            l.type_name(),
+            r.type_name()
+        ))
     };
     Ok(match op {
         BinOp::Eq => Value::Bool(equal(&left, &right)?),

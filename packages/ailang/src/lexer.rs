@@ -37,9 +37,9 @@ pub struct Token {
 
 /// Operators and punctuation, longest first so that maximal munch is a linear scan.
 const SYMBOLS: &[&str] = &[
-    "...", "..", "->", "=>", "==", "!=", "<=", ">=", "<<", ">>", "++", "::", "&&", "||", "**",
-    "(", ")", "[", "]", "{", "}", ",", ";", ":", ".", "=", "<", ">", "+", "-", "*", "/", "%",
-    "!", "~", "&", "^", "|", "\\", "@", "#",
+    "...", "..", "->", "=>", "==", "!=", "<=", ">=", "<<", ">>", "++", "::", "&&", "||", "**", "(",
+    ")", "[", "]", "{", "}", ",", ";", ":", ".", "=", "<", ">", "+", "-", "*", "/", "%", "!", "~",
+    "&", "^", "|", "\\", "@", "#",
 ];
 
 pub fn lex(source: &str) -> Result<Vec<Token>, Diagnostic> {
@@ -124,12 +124,20 @@ impl Lexer {
                 if in_interpolation {
                     return Err(illegal("unterminated interpolation `${`", pos));
                 }
-                tokens.push(Token { tok: Tok::Eof, pos, newline_before });
+                tokens.push(Token {
+                    tok: Tok::Eof,
+                    pos,
+                    newline_before,
+                });
                 return Ok(tokens);
             };
             if in_interpolation && c == '}' && brace_depth == 0 {
                 self.bump();
-                tokens.push(Token { tok: Tok::Eof, pos, newline_before });
+                tokens.push(Token {
+                    tok: Tok::Eof,
+                    pos,
+                    newline_before,
+                });
                 return Ok(tokens);
             }
             let tok = if c.is_ascii_digit() {
@@ -154,7 +162,11 @@ impl Lexer {
             } else {
                 let sym = SYMBOLS
                     .iter()
-                    .find(|s| s.chars().enumerate().all(|(i, sc)| self.peek_at(i) == Some(sc)))
+                    .find(|s| {
+                        s.chars()
+                            .enumerate()
+                            .all(|(i, sc)| self.peek_at(i) == Some(sc))
+                    })
                     .copied()
                     .ok_or_else(|| illegal(format!("unexpected character {c:?}"), pos))?;
                 for _ in 0..sym.chars().count() {
@@ -167,7 +179,11 @@ impl Lexer {
                 }
                 Tok::Sym(sym)
             };
-            tokens.push(Token { tok, pos, newline_before });
+            tokens.push(Token {
+                tok,
+                pos,
+                newline_before,
+            });
         }
     }
 
@@ -182,9 +198,9 @@ impl Lexer {
                 }
                 self.bump();
             }
-            return i64::from_str_radix(&digits, 16)
-                .map(Tok::Int)
-                .map_err(|_| Diagnostic::at("PAR021", format!("invalid hex literal 0x{digits}"), pos));
+            return i64::from_str_radix(&digits, 16).map(Tok::Int).map_err(|_| {
+                Diagnostic::at("PAR021", format!("invalid hex literal 0x{digits}"), pos)
+            });
         }
         let mut text = String::new();
         let mut is_float = false;
@@ -214,7 +230,11 @@ impl Lexer {
                 .map_err(|_| Diagnostic::at("PAR021", format!("invalid float literal {text}"), pos))
         } else {
             text.parse::<i64>().map(Tok::Int).map_err(|_| {
-                Diagnostic::at("PAR021", format!("integer literal {text} is out of range"), pos)
+                Diagnostic::at(
+                    "PAR021",
+                    format!("integer literal {text} is out of range"),
+                    pos,
+                )
             })
         }
     }
@@ -252,7 +272,9 @@ impl Lexer {
                     self.depth -= 1;
                     parts.push(StrPart::Interp(inner?));
                 }
-                '\n' if quote == '\'' => return Err(illegal("unterminated character literal", start)),
+                '\n' if quote == '\'' => {
+                    return Err(illegal("unterminated character literal", start));
+                }
                 c => literal.push(c),
             }
         }
@@ -303,8 +325,12 @@ impl Lexer {
             'u' => self.hex_digits(4, pos)?,
             other => return Err(illegal(format!("unknown escape sequence \\{other}"), pos)),
         };
-        char::from_u32(code)
-            .ok_or_else(|| illegal(format!("escape names an invalid code point U+{code:X}"), pos))
+        char::from_u32(code).ok_or_else(|| {
+            illegal(
+                format!("escape names an invalid code point U+{code:X}"),
+                pos,
+            )
+        })
     }
 
     fn hex_digits(&mut self, count: usize, pos: Pos) -> Result<u32, Diagnostic> {
@@ -367,14 +393,24 @@ mod tests {
     #[test]
     fn interpolation_nests_strings_and_braces() {
         let toks = kinds(r#""a${f("}")}b$c""#);
-        let Tok::Str(parts) = &toks[0] else { panic!("not a string") };
+        let Tok::Str(parts) = &toks[0] else {
+            panic!("not a string")
+        };
         assert_eq!(parts.len(), 3);
         assert_eq!(parts[2], StrPart::Lit("b$c".into()));
     }
 
     #[test]
     fn numbers() {
-        assert_eq!(kinds("12 1.5 2e3 0x1F")[..4], [Tok::Int(12), Tok::Float(1.5), Tok::Float(2000.0), Tok::Int(31)]);
+        assert_eq!(
+            kinds("12 1.5 2e3 0x1F")[..4],
+            [
+                Tok::Int(12),
+                Tok::Float(1.5),
+                Tok::Float(2000.0),
+                Tok::Int(31)
+            ]
+        );
         assert_eq!(lex("99999999999999999999").unwrap_err().code, "PAR021");
     }
 }

@@ -49,11 +49,24 @@ pub enum RunError {
 /// Run exported `entry` of a module on a JSON argument, without capabilities, and return its
 /// value. Call it on a thread with a large stack (see [`stack::run_on_big_stack`]) for deep
 /// programs; elsewhere the stack guard stops evaluation early with an `RT_RECURSION` error.
-pub fn run_source(source: &str, file: &str, entry: &str, args_json: &str) -> Result<Value, RunError> {
+pub fn run_source(
+    source: &str,
+    file: &str,
+    entry: &str,
+    args_json: &str,
+) -> Result<Value, RunError> {
     let _region = stack::enter(None);
-    let loaded = loader::load(source, file, loader::LoadOptions { relax_modules: true });
+    let loaded = loader::load(
+        source,
+        file,
+        loader::LoadOptions {
+            relax_modules: true,
+        },
+    );
     let mut errors = loaded.errors;
-    let Some(program) = loaded.program else { return Err(RunError::Load(errors)) };
+    let Some(program) = loaded.program else {
+        return Err(RunError::Load(errors));
+    };
     errors.extend(check::check_program(&program, file));
     if !errors.is_empty() {
         return Err(RunError::Load(errors));
@@ -65,6 +78,12 @@ pub fn run_source(source: &str, file: &str, entry: &str, args_json: &str) -> Res
         .ok_or_else(|| RunError::EntryNotFound(entry.to_string()))?;
     let param = func.params.first().and_then(|p| p.ty.as_ref());
     let arg = argdecode::decode_argument(args_json, param, &program)?;
-    let mut interp = eval::Interp::new(program.globals.clone(), eval::DEFAULT_MAX_DEPTH, HashSet::new());
-    interp.call_decl(&func, vec![arg]).map_err(RunError::Execution)
+    let mut interp = eval::Interp::new(
+        program.globals.clone(),
+        eval::DEFAULT_MAX_DEPTH,
+        HashSet::new(),
+    );
+    interp
+        .call_decl(&func, vec![arg])
+        .map_err(RunError::Execution)
 }

@@ -2,28 +2,83 @@
 //! input, and encode/decode round-trip what encode writes. Case counts are bounded so the
 //! crate's test run stays short.
 
-use ailang::stdlib::json::{decode, encode, DecodeMode};
+use ailang::stdlib::json::{DecodeMode, decode, encode};
 use proptest::prelude::*;
 
 /// Source-like text: AILANG tokens and fragments mixed with arbitrary characters.
 fn source_like() -> impl Strategy<Value = String> {
     let pieces = prop::sample::select(vec![
-        "module a/b\n", "import std/json (encode)\n", "func ", "export ", "f", "(", ")", "{", "}", "[", "]",
-        "x", ": int", " -> ", "=", "=>", "match ", "if ", " then ", " else ", "let ", " in ", ";", "\n", ",",
-        "\"s${", "}\"", "\"", "\\", ".", "::", "++", "1", "2.5", "-", "@a(\"b\")", "tests [(1, 2)]", "type T = A | B(int)",
-        "|", "...", "_", "--c\n", "'", "$", "0x", "\\u{", "é",
+        "module a/b\n",
+        "import std/json (encode)\n",
+        "func ",
+        "export ",
+        "f",
+        "(",
+        ")",
+        "{",
+        "}",
+        "[",
+        "]",
+        "x",
+        ": int",
+        " -> ",
+        "=",
+        "=>",
+        "match ",
+        "if ",
+        " then ",
+        " else ",
+        "let ",
+        " in ",
+        ";",
+        "\n",
+        ",",
+        "\"s${",
+        "}\"",
+        "\"",
+        "\\",
+        ".",
+        "::",
+        "++",
+        "1",
+        "2.5",
+        "-",
+        "@a(\"b\")",
+        "tests [(1, 2)]",
+        "type T = A | B(int)",
+        "|",
+        "...",
+        "_",
+        "--c\n",
+        "'",
+        "$",
+        "0x",
+        "\\u{",
+        "é",
     ]);
-    prop::collection::vec(prop_oneof![pieces.prop_map(String::from), any::<char>().prop_map(String::from)], 0..60)
-        .prop_map(|v| v.concat())
+    prop::collection::vec(
+        prop_oneof![
+            pieces.prop_map(String::from),
+            any::<char>().prop_map(String::from)
+        ],
+        0..60,
+    )
+    .prop_map(|v| v.concat())
 }
 
 fn json_like() -> impl Strategy<Value = String> {
     let pieces = prop::sample::select(vec![
-        "{", "}", "[", "]", ":", ",", "\"", "\\", "\\u", "d83d", "null", "true", "fals", "-", "0", "1e", "+", ".5", " ",
-        "\"k\"", "1e400", "\n", "\u{1}",
+        "{", "}", "[", "]", ":", ",", "\"", "\\", "\\u", "d83d", "null", "true", "fals", "-", "0",
+        "1e", "+", ".5", " ", "\"k\"", "1e400", "\n", "\u{1}",
     ]);
-    prop::collection::vec(prop_oneof![pieces.prop_map(String::from), any::<char>().prop_map(String::from)], 0..80)
-        .prop_map(|v| v.concat())
+    prop::collection::vec(
+        prop_oneof![
+            pieces.prop_map(String::from),
+            any::<char>().prop_map(String::from)
+        ],
+        0..80,
+    )
+    .prop_map(|v| v.concat())
 }
 
 proptest! {

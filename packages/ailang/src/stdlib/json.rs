@@ -4,7 +4,7 @@
 //! ECMAScript-like numbers. Decoding keeps key order and duplicate keys; it is iterative, so
 //! nesting depth costs heap, never native stack.
 
-use super::{arg, native, StdCtor, StdModule, StdType};
+use super::{StdCtor, StdModule, StdType, arg, native};
 use crate::diag::Diagnostic;
 use crate::eval::Interp;
 use crate::stack;
@@ -19,59 +19,134 @@ pub static MODULE: StdModule = StdModule {
     types: &[StdType {
         name: "Json",
         ctors: &[
-            StdCtor { name: "JNull", fields: &[] },
-            StdCtor { name: "JBool", fields: &[false] },
-            StdCtor { name: "JNumber", fields: &[true] },
-            StdCtor { name: "JString", fields: &[false] },
-            StdCtor { name: "JArray", fields: &[false] },
-            StdCtor { name: "JObject", fields: &[false] },
+            StdCtor {
+                name: "JNull",
+                fields: &[],
+            },
+            StdCtor {
+                name: "JBool",
+                fields: &[false],
+            },
+            StdCtor {
+                name: "JNumber",
+                fields: &[true],
+            },
+            StdCtor {
+                name: "JString",
+                fields: &[false],
+            },
+            StdCtor {
+                name: "JArray",
+                fields: &[false],
+            },
+            StdCtor {
+                name: "JObject",
+                fields: &[false],
+            },
         ],
     }],
     funcs: &[
         native("encode", 1, |_, a| Ok(Value::str(encode(&a[0])?))),
         native("decode", 1, |_, a| {
-            Ok(match decode(as_str(&a[0], "decode")?, DecodeMode::FirstValue) {
-                Ok(v) => Value::ok(v),
-                Err(e) => Value::err(Value::str(e.library_message())),
-            })
+            Ok(
+                match decode(as_str(&a[0], "decode")?, DecodeMode::FirstValue) {
+                    Ok(v) => Value::ok(v),
+                    Err(e) => Value::err(Value::str(e.library_message())),
+                },
+            )
         }),
         native("jn", 1, |_, _| Ok(jnull())),
-        native("jb", 1, |_, a| Ok(Value::ctor("JBool", vec![Value::Bool(as_bool(&a[0], "jb")?)]))),
+        native("jb", 1, |_, a| {
+            Ok(Value::ctor(
+                "JBool",
+                vec![Value::Bool(as_bool(&a[0], "jb")?)],
+            ))
+        }),
         native("js", 1, |_, a| Ok(jstring(as_str(&a[0], "js")?.clone()))),
         native("jnum", 1, |_, a| Ok(jnumber(as_float(&a[0], "jnum")?))),
         native("jint", 1, |_, a| Ok(jnumber(as_int(&a[0], "jint")? as f64))),
         native("ja", 1, |_, a| Ok(Value::ctor("JArray", vec![arg(&a, 0)]))),
         native("jo", 1, |_, a| Ok(Value::ctor("JObject", vec![arg(&a, 0)]))),
-        native("kv", 2, |_, a| Ok(kv(as_str(&a[0], "kv")?.clone(), a[1].clone()))),
-        native("get", 2, |_, a| Ok(Value::option(get(&a[0], as_str(&a[1], "get")?)))),
-        native("has", 2, |_, a| Ok(Value::Bool(get(&a[0], as_str(&a[1], "has")?).is_some()))),
-        native("getOr", 3, |_, a| Ok(get(&a[0], as_str(&a[1], "getOr")?).unwrap_or_else(|| a[2].clone()))),
-        native("asString", 1, |_, a| Ok(Value::option(payload(&a[0], "JString")))),
-        native("asNumber", 1, |_, a| Ok(Value::option(payload(&a[0], "JNumber")))),
-        native("asBool", 1, |_, a| Ok(Value::option(payload(&a[0], "JBool")))),
-        native("asArray", 1, |_, a| Ok(Value::option(payload(&a[0], "JArray")))),
-        native("asObject", 1, |_, a| Ok(Value::option(payload(&a[0], "JObject")))),
-        native("getString", 2, |_, a| Ok(Value::option(get_as(&a[0], &a[1], "JString")?))),
-        native("getNumber", 2, |_, a| Ok(Value::option(get_as(&a[0], &a[1], "JNumber")?))),
-        native("getBool", 2, |_, a| Ok(Value::option(get_as(&a[0], &a[1], "JBool")?))),
-        native("getArray", 2, |_, a| Ok(Value::option(get_as(&a[0], &a[1], "JArray")?))),
-        native("getObject", 2, |_, a| Ok(Value::option(get(&a[0], as_str(&a[1], "getObject")?)))),
+        native("kv", 2, |_, a| {
+            Ok(kv(as_str(&a[0], "kv")?.clone(), a[1].clone()))
+        }),
+        native("get", 2, |_, a| {
+            Ok(Value::option(get(&a[0], as_str(&a[1], "get")?)))
+        }),
+        native("has", 2, |_, a| {
+            Ok(Value::Bool(get(&a[0], as_str(&a[1], "has")?).is_some()))
+        }),
+        native("getOr", 3, |_, a| {
+            Ok(get(&a[0], as_str(&a[1], "getOr")?).unwrap_or_else(|| a[2].clone()))
+        }),
+        native("asString", 1, |_, a| {
+            Ok(Value::option(payload(&a[0], "JString")))
+        }),
+        native("asNumber", 1, |_, a| {
+            Ok(Value::option(payload(&a[0], "JNumber")))
+        }),
+        native("asBool", 1, |_, a| {
+            Ok(Value::option(payload(&a[0], "JBool")))
+        }),
+        native("asArray", 1, |_, a| {
+            Ok(Value::option(payload(&a[0], "JArray")))
+        }),
+        native("asObject", 1, |_, a| {
+            Ok(Value::option(payload(&a[0], "JObject")))
+        }),
+        native("getString", 2, |_, a| {
+            Ok(Value::option(get_as(&a[0], &a[1], "JString")?))
+        }),
+        native("getNumber", 2, |_, a| {
+            Ok(Value::option(get_as(&a[0], &a[1], "JNumber")?))
+        }),
+        native("getBool", 2, |_, a| {
+            Ok(Value::option(get_as(&a[0], &a[1], "JBool")?))
+        }),
+        native("getArray", 2, |_, a| {
+            Ok(Value::option(get_as(&a[0], &a[1], "JArray")?))
+        }),
+        native("getObject", 2, |_, a| {
+            Ok(Value::option(get(&a[0], as_str(&a[1], "getObject")?)))
+        }),
         native("getInt", 2, |_, a| {
             let n = get_as(&a[0], &a[1], "JNumber")?;
-            Ok(Value::option(n.map(|v| Value::Int(float_to_int(as_float(&v, "getInt").unwrap_or(0.0))))))
+            Ok(Value::option(n.map(|v| {
+                Value::Int(float_to_int(as_float(&v, "getInt").unwrap_or(0.0)))
+            })))
         }),
-        native("keys", 1, |_, a| Ok(Value::list(object_entries(&a[0], "key")))),
-        native("values", 1, |_, a| Ok(Value::list(object_entries(&a[0], "value")))),
-        native("filterStrings", 1, |_, a| Ok(Value::list(filter_payloads(&a[0], "JString")?))),
-        native("filterNumbers", 1, |_, a| Ok(Value::list(filter_payloads(&a[0], "JNumber")?))),
+        native("keys", 1, |_, a| {
+            Ok(Value::list(object_entries(&a[0], "key")))
+        }),
+        native("values", 1, |_, a| {
+            Ok(Value::list(object_entries(&a[0], "value")))
+        }),
+        native("filterStrings", 1, |_, a| {
+            Ok(Value::list(filter_payloads(&a[0], "JString")?))
+        }),
+        native("filterNumbers", 1, |_, a| {
+            Ok(Value::list(filter_payloads(&a[0], "JNumber")?))
+        }),
         native("allStrings", 1, |_, a| all_payloads(&a[0], "JString")),
         native("allNumbers", 1, |_, a| all_payloads(&a[0], "JNumber")),
-        native("getStringArray", 2, |_, a| typed_array(&a[0], &a[1], "JString", false)),
-        native("getStringArrayStrict", 2, |_, a| typed_array(&a[0], &a[1], "JString", true)),
-        native("getStringArrayOrEmpty", 2, |_, a| or_empty(typed_array(&a[0], &a[1], "JString", false)?)),
-        native("getNumberArray", 2, |_, a| typed_array(&a[0], &a[1], "JNumber", false)),
-        native("getNumberArrayStrict", 2, |_, a| typed_array(&a[0], &a[1], "JNumber", true)),
-        native("getNumberArrayOrEmpty", 2, |_, a| or_empty(typed_array(&a[0], &a[1], "JNumber", false)?)),
+        native("getStringArray", 2, |_, a| {
+            typed_array(&a[0], &a[1], "JString", false)
+        }),
+        native("getStringArrayStrict", 2, |_, a| {
+            typed_array(&a[0], &a[1], "JString", true)
+        }),
+        native("getStringArrayOrEmpty", 2, |_, a| {
+            or_empty(typed_array(&a[0], &a[1], "JString", false)?)
+        }),
+        native("getNumberArray", 2, |_, a| {
+            typed_array(&a[0], &a[1], "JNumber", false)
+        }),
+        native("getNumberArrayStrict", 2, |_, a| {
+            typed_array(&a[0], &a[1], "JNumber", true)
+        }),
+        native("getNumberArrayOrEmpty", 2, |_, a| {
+            or_empty(typed_array(&a[0], &a[1], "JNumber", false)?)
+        }),
         native("decodeFloatArray", 1, decode_float_array),
     ],
 };
@@ -89,12 +164,16 @@ pub fn jnumber(f: f64) -> Value {
 }
 
 pub fn kv(key: impl Into<std::rc::Rc<str>>, value: Value) -> Value {
-    Value::record(vec![("key".into(), Value::Str(key.into())), ("value".into(), value)])
+    Value::record(vec![
+        ("key".into(), Value::Str(key.into())),
+        ("value".into(), value),
+    ])
 }
 
 /// Go's `int(f)` on amd64: NaN and out-of-range values give i64::MIN (Rust would saturate).
 pub fn float_to_int(f: f64) -> i64 {
-    if f.is_nan() || f >= 9.223_372_036_854_775_808e18 || f < -9.223_372_036_854_775_808e18 {
+    const TWO_POW_63: f64 = (1u64 << 63) as f64;
+    if f.is_nan() || !(-TWO_POW_63..TWO_POW_63).contains(&f) {
         i64::MIN
     } else {
         f as i64
@@ -112,7 +191,9 @@ fn payload(v: &Value, ctor: &str) -> Option<Value> {
 /// `get`: the value of the first entry with this key.
 pub fn get(obj: &Value, key: &str) -> Option<Value> {
     let entries = payload(obj, "JObject")?;
-    let Value::List(list) = entries else { return None };
+    let Value::List(list) = entries else {
+        return None;
+    };
     list.iter()
         .find(|entry| matches!(entry.field("key"), Some(Value::Str(k)) if &**k == key))
         .and_then(|entry| entry.field("value").cloned())
@@ -124,13 +205,19 @@ fn get_as(obj: &Value, key: &Value, ctor: &str) -> Result<Option<Value>, Diagnos
 
 fn object_entries(obj: &Value, field: &str) -> Vec<Value> {
     match payload(obj, "JObject") {
-        Some(Value::List(list)) => list.iter().filter_map(|e| e.field(field).cloned()).collect(),
+        Some(Value::List(list)) => list
+            .iter()
+            .filter_map(|e| e.field(field).cloned())
+            .collect(),
         _ => Vec::new(),
     }
 }
 
 fn filter_payloads(xs: &Value, ctor: &str) -> Result<Vec<Value>, Diagnostic> {
-    Ok(as_list(xs, "filter")?.iter().filter_map(|j| payload(j, ctor)).collect())
+    Ok(as_list(xs, "filter")?
+        .iter()
+        .filter_map(|j| payload(j, ctor))
+        .collect())
 }
 
 fn all_payloads(xs: &Value, ctor: &str) -> Result<Value, Diagnostic> {
@@ -155,7 +242,9 @@ fn decode_float_array(_: &mut Interp, a: Vec<Value>) -> Result<Value, Diagnostic
     let Ok(json) = decode(as_str(&a[0], "decodeFloatArray")?, DecodeMode::FirstValue) else {
         return Ok(Value::none());
     };
-    let Some(arr) = payload(&json, "JArray") else { return Ok(Value::none()) };
+    let Some(arr) = payload(&json, "JArray") else {
+        return Ok(Value::none());
+    };
     all_payloads(&arr, "JNumber")
 }
 
@@ -176,9 +265,15 @@ fn not_json(v: &Value) -> Diagnostic {
 
 fn encode_into(v: &Value, out: &mut String) -> Result<(), Diagnostic> {
     if stack::exhausted() {
-        return Err(Diagnostic::new("RT_RECURSION", "encode: value nested too deeply", None));
+        return Err(Diagnostic::new(
+            "RT_RECURSION",
+            "encode: value nested too deeply",
+            None,
+        ));
     }
-    let Value::Ctor(c) = v else { return Err(not_json(v)) };
+    let Value::Ctor(c) = v else {
+        return Err(not_json(v));
+    };
     match (&*c.name, c.args.0.as_slice()) {
         ("JNull", []) => out.push_str("null"),
         ("JBool", [Value::Bool(b)]) => out.push_str(if *b { "true" } else { "false" }),
@@ -200,7 +295,9 @@ fn encode_into(v: &Value, out: &mut String) -> Result<(), Diagnostic> {
                 if i > 0 {
                     out.push(',');
                 }
-                let (Some(Value::Str(key)), Some(value)) = (entry.field("key"), entry.field("value")) else {
+                let (Some(Value::Str(key)), Some(value)) =
+                    (entry.field("key"), entry.field("value"))
+                else {
                     return Err(not_json(entry));
                 };
                 encode_string(key, out);
@@ -242,7 +339,11 @@ pub fn format_number(f: f64) -> String {
         return "null".into();
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0.0".into() } else { "0".into() };
+        return if f.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0".into()
+        };
     }
     let magnitude = f.abs();
     if (1e-6..1e21).contains(&magnitude) {
@@ -358,7 +459,10 @@ impl Reader<'_> {
                 None => return Err(JsonError::UnexpectedEof),
                 Some(c) if c == want => {}
                 Some(c) => {
-                    return Err(Self::invalid(c, &format!("in literal {word} (expecting '{want}')")));
+                    return Err(Self::invalid(
+                        c,
+                        &format!("in literal {word} (expecting '{want}')"),
+                    ));
                 }
             }
         }
@@ -368,11 +472,15 @@ impl Reader<'_> {
     fn string(&mut self) -> Result<String, JsonError> {
         let mut out = String::new();
         loop {
-            let Some(c) = self.bump() else { return Err(JsonError::UnexpectedEof) };
+            let Some(c) = self.bump() else {
+                return Err(JsonError::UnexpectedEof);
+            };
             match c {
                 '"' => return Ok(out),
                 '\\' => {
-                    let Some(e) = self.bump() else { return Err(JsonError::UnexpectedEof) };
+                    let Some(e) = self.bump() else {
+                        return Err(JsonError::UnexpectedEof);
+                    };
                     match e {
                         '"' => out.push('"'),
                         '\\' => out.push('\\'),
@@ -398,7 +506,9 @@ impl Reader<'_> {
     fn hex4(&mut self) -> Result<u32, JsonError> {
         let mut value = 0;
         for _ in 0..4 {
-            let Some(c) = self.bump() else { return Err(JsonError::UnexpectedEof) };
+            let Some(c) = self.bump() else {
+                return Err(JsonError::UnexpectedEof);
+            };
             let d = c
                 .to_digit(16)
                 .ok_or_else(|| Self::invalid(c, "in \\u hexadecimal character escape"))?;
@@ -413,14 +523,15 @@ impl Reader<'_> {
             return Ok(char::from_u32(first).unwrap_or('\u{FFFD}'));
         }
         let rest = &self.text[self.at..];
-        if rest.len() >= 6 && rest.starts_with("\\u") {
-            if let Ok(second) = u32::from_str_radix(&rest[2..6], 16) {
-                if (0xDC00..0xE000).contains(&second) {
-                    self.at += 6;
-                    let combined = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
-                    return Ok(char::from_u32(combined).unwrap_or('\u{FFFD}'));
-                }
-            }
+        let second = rest
+            .strip_prefix("\\u")
+            .and_then(|r| r.get(..4))
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+            .filter(|second| (0xDC00..0xE000).contains(second));
+        if let Some(second) = second {
+            self.at += 6;
+            let combined = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
+            return Ok(char::from_u32(combined).unwrap_or('\u{FFFD}'));
         }
         Ok('\u{FFFD}')
     }
@@ -505,7 +616,10 @@ pub fn decode(text: &str, mode: DecodeMode) -> Result<Value, JsonError> {
                             continue 'value;
                         }
                         Some(other) => {
-                            return Err(Reader::invalid(other, "looking for beginning of object key string"));
+                            return Err(Reader::invalid(
+                                other,
+                                "looking for beginning of object key string",
+                            ));
                         }
                         None => return Err(JsonError::EndOfInput),
                     }
@@ -565,7 +679,10 @@ pub fn decode(text: &str, mode: DecodeMode) -> Result<Value, JsonError> {
                             match r.bump() {
                                 Some('"') => *key = object_key(&mut r)?,
                                 Some(other) => {
-                                    return Err(Reader::invalid(other, "looking for beginning of object key string"));
+                                    return Err(Reader::invalid(
+                                        other,
+                                        "looking for beginning of object key string",
+                                    ));
                                 }
                                 None => return Err(JsonError::EndOfInput),
                             }
@@ -576,7 +693,9 @@ pub fn decode(text: &str, mode: DecodeMode) -> Result<Value, JsonError> {
                             stack.pop();
                             value = Value::ctor("JObject", vec![Value::list(entries)]);
                         }
-                        Some(other) => return Err(Reader::invalid(other, "after object key:value pair")),
+                        Some(other) => {
+                            return Err(Reader::invalid(other, "after object key:value pair"));
+                        }
                         None => return Err(JsonError::EndOfInput),
                     }
                 }
@@ -595,4 +714,3 @@ fn object_key(r: &mut Reader<'_>) -> Result<std::rc::Rc<str>, JsonError> {
         None => Err(JsonError::EndOfInput),
     }
 }
-

@@ -2,7 +2,7 @@
 //! the Option/Result types with their constructors.
 
 use super::math::{float_to_int_native, int_to_float};
-use super::{native, StdModule, StdType};
+use super::{StdModule, StdType, native};
 use crate::diag::Diagnostic;
 use crate::eval::Interp;
 use crate::value::*;
@@ -11,8 +11,14 @@ use std::io::Write;
 pub static MODULE: StdModule = StdModule {
     path: "prelude",
     types: &[
-        StdType { name: "Option", ctors: super::option::OPTION_TYPE.ctors },
-        StdType { name: "Result", ctors: super::result::RESULT_TYPE.ctors },
+        StdType {
+            name: "Option",
+            ctors: super::option::OPTION_TYPE.ctors,
+        },
+        StdType {
+            name: "Result",
+            ctors: super::result::RESULT_TYPE.ctors,
+        },
     ],
     funcs: &[
         native("show", 1, |_, a| Ok(Value::str(show(&a[0])))),
@@ -25,11 +31,19 @@ pub static MODULE: StdModule = StdModule {
 
 fn print(it: &mut Interp, v: &Value, newline: bool) -> Result<Value, Diagnostic> {
     if !it.has_capability("IO") {
-        return Err(Diagnostic::new("EVA004", "missing capability: IO (grant it with --caps IO)", None));
+        return Err(Diagnostic::new(
+            "EVA004",
+            "missing capability: IO (grant it with --caps IO)",
+            None,
+        ));
     }
     let mut out = std::io::stdout().lock();
     let text = show(v);
-    let written = if newline { writeln!(out, "{text}") } else { write!(out, "{text}") };
+    let written = if newline {
+        writeln!(out, "{text}")
+    } else {
+        write!(out, "{text}")
+    };
     written.map_err(|e| Diagnostic::new("EVA001", format!("cannot write to stdout: {e}"), None))?;
     Ok(Value::Unit)
 }
