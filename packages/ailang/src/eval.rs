@@ -68,7 +68,11 @@ impl Interp {
 
     pub fn eval(&mut self, expr: &Expr, env: &Env) -> Result<Value, Diagnostic> {
         if stack::exhausted() {
-            return Err(self.recursion_error().in_pos(expr.pos));
+            return Err(rt(
+                "RT_RECURSION",
+                "maximum recursion depth exceeded (native stack exhausted)",
+            )
+            .in_pos(expr.pos));
         }
         self.eval_inner(expr, env).map_err(|d| d.in_pos(expr.pos))
     }

@@ -46,16 +46,31 @@ pub enum RunError {
     Execution(Diagnostic),
 }
 
-/// Run exported `entry` of a module on a JSON argument, without capabilities, and return its
-/// value. Call it on a thread with a large stack (see [`stack::run_on_big_stack`]) for deep
-/// programs; elsewhere the stack guard stops evaluation early with an `RT_RECURSION` error.
+/// Run exported `entry` of a module on a JSON argument, without capabilities, and return
+/// what `ailang run` would print (a string result raw, anything else in `show` form). The
+/// evaluation runs on its own large-stack thread, so deep programs reach the recursion limit.
 pub fn run_source(
     source: &str,
     file: &str,
     entry: &str,
     args_json: &str,
-) -> Result<Value, RunError> {
-    let _region = stack::enter(None);
+) -> Result<String, RunError> {
+    let (source, file, entry, args_json) = (
+        source.to_string(),
+        file.to_string(),
+        entry.to_string(),
+        args_json.to_string(),
+    );
+    stack::run_on_big_stack(move || run_here(&source, &file, &entry, &args_json)).map_err(|e| {
+        RunError::Execution(Diagnostic::new(
+            "EVA001",
+            format!("cannot start the evaluator thread: {e}"),
+            None,
+        ))
+    })?
+}
+
+fn run_here(source: &str, file: &str, entry: &str, args_json: &str) -> Result<String, RunError> {
     let loaded = loader::load(
         source,
         file,
@@ -83,7 +98,11 @@ pub fn run_source(
         eval::DEFAULT_MAX_DEPTH,
         HashSet::new(),
     );
-    interp
+    match interp
         .call_decl(&func, vec![arg])
-        .map_err(RunError::Execution)
+        .map_err(RunError::Execution)?
+    {
+        Value::Str(s) => Ok(s.to_string()),
+        other => Ok(value::show(&other)),
+    }
 }
