@@ -74,6 +74,8 @@ impl Archive {
             }
             (None, StoreLocation::Postgres(_)) => return Err(ArchiveError::NoArtifactsDir),
         };
+        // Interpreters run with other working directories: keep paths absolute.
+        let root = std::path::absolute(&root).map_err(|e| io_error(&root, e))?;
         Ok(Self { root })
     }
 

@@ -71,12 +71,15 @@ pub async fn run(args: ServeArgs) -> Outcome {
         .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.listen)))?;
     let address = listener.local_addr().map_err(Failed::fatal)?;
     let router = world_core::grpc::router(core).map_err(Failed::fatal)?;
+    // Handlers go in before the startup line, so a signal sent as soon as
+    // the line is read is a graceful stop, not the default termination.
+    let shutdown = shutdown_signal().map_err(Failed::fatal)?;
     println!("world-core listening on grpc://{address}");
     tracing::info!(%address, store = %location, "world-core serving");
 
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     router
-        .serve_with_incoming_shutdown(incoming, shutdown_signal())
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await
         .map_err(|e| Failed::fatal(format!("the gRPC server failed: {e}")))?;
     store.close().await;
@@ -84,19 +87,15 @@ pub async fn run(args: ServeArgs) -> Outcome {
     Ok(())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let mut terminate = match signal(SignalKind::terminate()) {
-        Ok(stream) => stream,
-        Err(error) => {
-            tracing::error!(%error, "cannot watch SIGTERM; stopping only on SIGINT");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+/// Installs SIGINT and SIGTERM handlers now; the future resolves on either.
+pub fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
-    }
-    tracing::info!("shutdown requested; draining");
+        tracing::info!("shutdown requested; draining");
+    })
 }
