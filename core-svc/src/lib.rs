@@ -4,6 +4,8 @@
 
 pub mod archive;
 pub mod attended;
+pub mod capsule;
+pub mod coordinator;
 pub mod genesis;
 pub mod grpc;
 pub mod limits;
@@ -27,17 +29,31 @@ pub struct Core {
     pub store: Store,
     /// The archived interpreter, when serving with one (else no coordinator).
     pub interpreter: Option<archive::Interpreter>,
-    pub registry: registry::RegistryReader,
-    pub slots: subprocess::Slots,
+    pub registry: std::sync::Arc<registry::RegistryReader>,
+    /// Present only when serving with an interpreter.
+    pub coordinator: Option<std::sync::Arc<coordinator::Coordinator>>,
 }
 
 impl Core {
-    pub fn new(store: Store, interpreter: Option<archive::Interpreter>) -> Self {
+    /// A core without a coordinator: invocations answer "not available".
+    pub fn new(store: Store) -> Self {
+        Self { store, interpreter: None, registry: Default::default(), coordinator: None }
+    }
+
+    /// A core that invokes transitions with the verified, pinned interpreter.
+    pub fn with_coordinator(
+        store: Store,
+        interpreter: capsule::VerifiedInterpreter,
+        slots: subprocess::Slots,
+        limits: coordinator::Limits,
+    ) -> Self {
+        let archived = interpreter.interpreter.clone();
+        let coordinator = coordinator::Coordinator::new(store.clone(), interpreter, slots, limits);
         Self {
             store,
-            interpreter,
-            registry: registry::RegistryReader::default(),
-            slots: subprocess::Slots::new(subprocess::DEFAULT_SLOTS),
+            interpreter: Some(archived),
+            registry: Default::default(),
+            coordinator: Some(std::sync::Arc::new(coordinator)),
         }
     }
 

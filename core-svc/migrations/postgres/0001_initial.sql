@@ -58,11 +58,13 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_by_episode ON sessions (episode, credential_id);
 
--- One row per invocation id while its call runs; the primary key is the
--- database-enforced in-flight guard shared by every core on this store.
+-- One row per invocation id from the moment its call starts: the primary
+-- key is the in-flight guard shared by every core on this store, and the
+-- digest tells a resend of the same call from a different call.
 CREATE TABLE invocation_claims (
     invocation_id TEXT PRIMARY KEY,
     call_digest TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('running', 'committed')),
     owner TEXT NOT NULL,
     claimed_at BIGINT NOT NULL
 );

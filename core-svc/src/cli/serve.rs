@@ -7,6 +7,8 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use world_core::archive::Archive;
+use world_core::capsule::VerifiedInterpreter;
+use world_core::coordinator::Limits;
 use world_core::subprocess::{self, Slots};
 use world_core::{Core, registry};
 use world_core::store::{LockMode, OpenMode, ServingLock};
@@ -64,7 +66,15 @@ pub async fn run(args: ServeArgs) -> Outcome {
             Some(interpreter)
         }
     };
-    let core = Arc::new(Core::new(store.clone(), interpreter));
+    let core = match interpreter {
+        None => Core::new(store.clone()),
+        Some(interpreter) => {
+            let verified = VerifiedInterpreter::open(interpreter)
+                .map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
+            Core::with_coordinator(store.clone(), verified, slots, Limits::default())
+        }
+    };
+    let core = Arc::new(core);
 
     let listener = TcpListener::bind(args.listen)
         .await

@@ -4,6 +4,7 @@
 
 mod admission;
 mod convert;
+mod invocation;
 mod store_api;
 
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use tonic::Request;
 
 pub use admission::AdmissionService;
+pub use invocation::InvocationService;
 pub(crate) use convert::resolve_failure;
 pub use store_api::StoreService;
 
@@ -29,6 +31,7 @@ pub fn router(core: Arc<Core>) -> Result<tonic::transport::server::Router, tonic
     tokio::spawn(async move {
         health_reporter.set_serving::<world_proto::v1::store_server::StoreServer<StoreService>>().await;
         health_reporter.set_serving::<world_proto::v1::admission_server::AdmissionServer<AdmissionService>>().await;
+        health_reporter.set_serving::<world_proto::v1::invocation_server::InvocationServer<InvocationService>>().await;
     });
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(world_proto::v1::FILE_DESCRIPTOR_SET)
@@ -38,5 +41,6 @@ pub fn router(core: Arc<Core>) -> Result<tonic::transport::server::Router, tonic
         .add_service(health_service)
         .add_service(reflection)
         .add_service(world_proto::v1::store_server::StoreServer::new(StoreService::new(Arc::clone(&core))))
-        .add_service(world_proto::v1::admission_server::AdmissionServer::new(AdmissionService::new(core))))
+        .add_service(world_proto::v1::admission_server::AdmissionServer::new(AdmissionService::new(Arc::clone(&core))))
+        .add_service(world_proto::v1::invocation_server::InvocationServer::new(InvocationService::new(core))))
 }

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sqlx::Row;
+
 use super::journal::{self, IntentKey};
-use super::{Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, head, insert_object, set_head};
+use super::{Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, WorldRow, head, insert_object, set_head};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -19,16 +20,46 @@ enum Phase {
     Committing,
 }
 
+/// Plans a commit against the world that is the selected head when the
+/// commit transaction runs.
+pub type Planner = Box<dyn FnOnce(&WorldRow) -> Commit + Send>;
+
+/// What to commit: a commit fixed by its caller (REST, genesis), or one
+/// planned inside the transaction (invocations), which therefore never
+/// loses a race to another commit.
+enum Proposal {
+    Fixed(Commit),
+    Planned { invocation_id: String, planner: Planner },
+}
+
 impl Store {
     /// Commits `commit` if the selected head is still `commit.observed_head`.
     /// `budget` bounds the work before the durable step.
     pub async fn commit(&self, commit: Commit, budget: Duration) -> Result<Committed, StoreError> {
         validate(&commit)?;
+        self.run_commit(Proposal::Fixed(commit), budget).await.map(|(committed, _)| committed)
+    }
+
+    /// Plans and commits the next entry on whatever head is selected when
+    /// the transaction holds the write lock. An invocation id that already
+    /// committed is reported as `AlreadyCommitted`, never planned again.
+    pub async fn commit_next(
+        &self,
+        invocation_id: &str,
+        planner: Planner,
+        budget: Duration,
+    ) -> Result<(Committed, Commit), StoreError> {
+        let proposal = Proposal::Planned { invocation_id: invocation_id.to_owned(), planner };
+        let (committed, commit) = self.run_commit(proposal, budget).await?;
+        Ok((committed, commit))
+    }
+
+    async fn run_commit(&self, proposal: Proposal, budget: Duration) -> Result<(Committed, Commit), StoreError> {
         let phase = Arc::new(Mutex::new(Phase::Working));
         let task = tokio::spawn({
             let store = self.clone();
             let phase = Arc::clone(&phase);
-            async move { store.commit_in_tx(&commit, &phase).await }
+            async move { store.commit_in_tx(proposal, &phase).await }
         });
         match tokio::time::timeout(budget, task).await {
             Ok(Ok(result)) => result,
@@ -45,8 +76,27 @@ impl Store {
         }
     }
 
-    async fn commit_in_tx(&self, commit: &Commit, phase: &Mutex<Phase>) -> Result<Committed, StoreError> {
+    async fn commit_in_tx(&self, proposal: Proposal, phase: &Mutex<Phase>) -> Result<(Committed, Commit), StoreError> {
         let mut tx = self.write_tx().await?;
+        let planned = matches!(proposal, Proposal::Planned { .. });
+        let commit = match proposal {
+            Proposal::Fixed(commit) => commit,
+            Proposal::Planned { invocation_id, planner } => {
+                let state = journal::state(&mut tx, &invocation_id).await?;
+                if let Some(result_ref) = state.outcome_ref {
+                    return Err(StoreError::AlreadyCommitted { invocation_id, result_ref });
+                }
+                let head = head(&mut tx, SELECTED_WORLD_HEAD).await?.ok_or(StoreError::WorldAbsent)?;
+                let world = world_in(&mut tx, &head).await?;
+                let commit = planner(&world);
+                validate(&commit)?;
+                if commit.invocation_id.as_deref() != Some(invocation_id.as_str()) {
+                    return Err(StoreError::invalid("invocationId", "the planned commit names another invocation"));
+                }
+                commit
+            }
+        };
+        let commit = &commit;
         let next = commit.next_world.reference;
 
         let mut journal_intent_exists = false;
@@ -57,7 +107,7 @@ impl Store {
                     return Err(StoreError::DuplicateInvocation { invocation_id: id.clone(), kind: "commit" });
                 }
                 if state.outcome_ref.is_some() {
-                    return Ok(Committed { selected_head: next, replayed: true });
+                    return Ok((Committed { selected_head: next, replayed: true }, commit.clone()));
                 }
                 journal_intent_exists = true;
             }
@@ -124,6 +174,14 @@ impl Store {
                 journal::append_intent(&mut tx, &IntentKey::of(commit, id), commit.logical_time).await?;
             }
             journal::append_committed_outcome(&mut tx, id, &next, commit.logical_time).await?;
+            if planned {
+                // The claim turns committed with the commit itself, so no crash
+                // can leave a committed call looking unfinished.
+                sqlx::query("UPDATE invocation_claims SET state = 'committed' WHERE invocation_id = $1")
+                    .bind(id.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+            }
         }
 
         {
@@ -135,7 +193,7 @@ impl Store {
             *phase = Phase::Committing;
         }
         tx.commit().await.map_err(|e| StoreError::Uncertain(e.to_string()))?;
-        Ok(Committed { selected_head: next, replayed: false })
+        Ok((Committed { selected_head: next, replayed: false }, commit.clone()))
     }
 
     /// Whether `entry` landed: the log row at its index equals it field for field.
@@ -174,4 +232,13 @@ fn validate(commit: &Commit) -> Result<(), StoreError> {
         object.verify(&format!("objects[{i}]"))?;
     }
     Ok(())
+}
+
+async fn world_in(conn: &mut sqlx::AnyConnection, reference: &world_model::HashRef) -> Result<WorldRow, StoreError> {
+    let row = sqlx::query("SELECT world_ref, revision, state_root, log_head FROM worlds WHERE world_ref = $1")
+        .bind(reference.to_string())
+        .fetch_optional(conn)
+        .await?
+        .ok_or_else(|| StoreError::Damaged(format!("the selected head {reference} has no world row")))?;
+    super::world_from_row(&row)
 }

@@ -17,6 +17,10 @@ pub enum StoreError {
     Invalid { field: String, reason: String },
     #[error("conflict: observed {} selected {}", show(.observed), show(.selected))]
     Conflict { observed: Option<HashRef>, selected: Option<HashRef> },
+    #[error("no world is selected; commit a genesis world first")]
+    WorldAbsent,
+    #[error("invocation {invocation_id} already committed world {result_ref}")]
+    AlreadyCommitted { invocation_id: String, result_ref: HashRef },
     #[error("log entry {0} already exists")]
     EntryExists(i64),
     #[error("invocation id {invocation_id} already names a different {kind}")]

@@ -4,6 +4,7 @@
 //! database transaction, never in process memory, so several cores and CLIs
 //! can share one store.
 
+mod claims;
 mod commit;
 mod error;
 mod journal;
@@ -20,6 +21,8 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row, Transaction};
 use world_model::HashRef;
 
+pub use claims::Claim;
+pub use commit::Planner;
 pub use error::StoreError;
 pub use location::{StoreLocation, redact_url_password};
 pub use records::{Commit, Committed, LogEntry, Receipt, SessionRow, StoredObject, WorldRow};

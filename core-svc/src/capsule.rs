@@ -1,0 +1,137 @@
+//! The capsule: one transition run of the pinned interpreter in a fresh
+//! temporary root with exactly three environment variables.
+//!
+//! The interpreter is verified against its pin when the core starts and
+//! whenever its file changes, and is executed through the verified open file
+//! (`/proc/self/fd/N`), so a file swapped in after verification never runs.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use world_model::HashRef;
+
+use crate::archive::Interpreter;
+use crate::subprocess::{self, Finished, RunError, Slots};
+
+/// Per-stream capture cap of a capsule run.
+pub const CAPSULE_OUTPUT_CAP: usize = 8 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CapsuleError {
+    #[error("the archived interpreter no longer matches its pin {pin}: {cause}")]
+    Integrity { pin: HashRef, cause: String },
+    #[error("capsule root: {0}")]
+    Root(String),
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// Identity of the file's current contents, cheap to compare per run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+    ctime: i64,
+    ctime_nsec: i64,
+}
+
+fn stamp(file: &File) -> std::io::Result<Stamp> {
+    let m = file.metadata()?;
+    Ok(Stamp { size: m.size(), mtime: m.mtime(), mtime_nsec: m.mtime_nsec(), ctime: m.ctime(), ctime_nsec: m.ctime_nsec() })
+}
+
+/// The pinned interpreter, held open and verified.
+pub struct VerifiedInterpreter {
+    pub interpreter: Interpreter,
+    file: File,
+    verified: Mutex<Stamp>,
+}
+
+impl VerifiedInterpreter {
+    /// Opens the archived file and checks that its bytes hash to the pin.
+    pub fn open(interpreter: Interpreter) -> Result<Self, CapsuleError> {
+        let integrity = |cause: String| CapsuleError::Integrity { pin: interpreter.reference, cause };
+        let file = File::open(&interpreter.path).map_err(|e| integrity(e.to_string()))?;
+        let verified = verify(&file, &interpreter.reference).map_err(integrity)?;
+        Ok(Self { interpreter, file, verified: Mutex::new(verified) })
+    }
+
+    /// Re-hashes only when the open file's stamp changed since the last check.
+    fn ensure_verified(&self) -> Result<(), CapsuleError> {
+        let pin = self.interpreter.reference;
+        let integrity = |cause: String| CapsuleError::Integrity { pin, cause };
+        let current = stamp(&self.file).map_err(|e| integrity(e.to_string()))?;
+        let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        if *verified != current {
+            *verified = verify(&self.file, &pin).map_err(integrity)?;
+        }
+        Ok(())
+    }
+
+    /// The path that executes exactly the verified open file.
+    fn exec_path(&self) -> String {
+        format!("/proc/self/fd/{}", self.file.as_raw_fd())
+    }
+}
+
+fn verify(file: &File, pin: &HashRef) -> Result<Stamp, String> {
+    use std::io::{Read, Seek};
+    let before = stamp(file).map_err(|e| e.to_string())?;
+    let mut reader = file;
+    reader.rewind().map_err(|e| e.to_string())?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 256 * 1024];
+    loop {
+        let n = reader.read(&mut buffer).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    let actual = HashRef::from_digest(hasher.finalize().into());
+    if actual != *pin {
+        return Err(format!("its bytes hash to {actual}"));
+    }
+    if stamp(file).map_err(|e| e.to_string())? != before {
+        return Err("the file changed while it was being verified".into());
+    }
+    Ok(before)
+}
+
+/// Runs `source` with `input` (the text `main` receives) within `timeout`.
+pub async fn run(
+    interpreter: &VerifiedInterpreter,
+    source: &[u8],
+    input: &str,
+    slots: &Slots,
+    timeout: Duration,
+) -> Result<Finished, CapsuleError> {
+    let slot = slots.try_take()?;
+    interpreter.ensure_verified()?;
+    let root = tempfile::Builder::new()
+        .prefix("world-capsule-")
+        .tempdir()
+        .map_err(|e| CapsuleError::Root(e.to_string()))?;
+    let capsule = root.path().join("host/capsule");
+    let stage = || -> std::io::Result<()> {
+        std::fs::create_dir_all(&capsule)?;
+        std::fs::write(capsule.join("main.ail"), source)?;
+        // args.json holds one JSON string: the input text.
+        std::fs::write(root.path().join("args.json"), serde_json::Value::String(input.to_owned()).to_string())
+    };
+    stage().map_err(|e| CapsuleError::Root(e.to_string()))?;
+    let mut command = tokio::process::Command::new(interpreter.exec_path());
+    command
+        .args(["run", "--quiet", "--caps", "", "--entry", "main", "--args-file", "args.json", "host/capsule/main.ail"])
+        .current_dir(root.path())
+        .env_clear()
+        .env("AILANG_FS_SANDBOX", root.path())
+        .env("AILANG_RELAX_MODULES", "1")
+        .env("AILANG_CACHE_DIR", root.path().join(".cache"));
+    Ok(subprocess::run(command, slot, timeout, CAPSULE_OUTPUT_CAP).await?)
+}

@@ -1,0 +1,435 @@
+//! The invocation coordinator for pure transitions: validate → claim →
+//! reconcile → bind → verify → execute → commit.
+//!
+//! Every guard is in the database: the claim row is the in-flight guard and
+//! names the call an id was used for; the journal makes a commit single per
+//! invocation id; the entry is planned inside the commit transaction against
+//! the head current at that moment, so concurrent calls all commit.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use world_model::registry::TRANSITION_SOURCE;
+use world_model::{
+    Descriptor, EntryHeader, Episode, Failure, FailureCode, HashRef, Surface, TaskId, canonical_value, entry_hash,
+    invocation_id, world_ref,
+};
+
+use crate::capsule::{self, CapsuleError, VerifiedInterpreter};
+use crate::registry::{Current, RegistryReader};
+use crate::session::{SessionBinding, now_unix, random_bytes};
+use crate::store::{Claim, Commit, LogEntry, Planner, Store, StoreError, StoredObject, WorldRow};
+use crate::subprocess::{RunError, Slots};
+
+pub const INPUT_SEMANTIC_ID: &str = "world/invocation-input/v1";
+pub const OUTPUT_SEMANTIC_ID: &str = "world/invocation-output/v1";
+pub const RECORD_SEMANTIC_ID: &str = "world/invocation-record/v1";
+
+/// Limits of one invocation (the reference's defaults).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub invocation: Duration,
+    pub max_input: usize,
+    pub max_output: usize,
+    /// The commit transaction's own budget before its durable step.
+    pub commit: Duration,
+    /// A running claim older than this belongs to a dead owner.
+    pub stale_claim: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            invocation: Duration::from_secs(20),
+            max_input: 1024 * 1024,
+            max_output: 1024 * 1024,
+            commit: Duration::from_secs(2),
+            stale_claim: Duration::from_secs(120),
+        }
+    }
+}
+
+/// One call as it reaches the coordinator.
+pub struct Call {
+    pub surface: Surface,
+    pub session: SessionBinding,
+    pub transition_id: String,
+    /// `None` mints a fresh random id (MCP).
+    pub task_id: Option<String>,
+    pub arguments: Vec<u8>,
+    pub pin: Option<String>,
+}
+
+/// A committed call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invoked {
+    pub output: Vec<u8>,
+    pub invocation_id: String,
+    pub task_id: String,
+    pub world_ref: HashRef,
+    pub entry_index: i64,
+    pub reconciled: bool,
+}
+
+pub struct Coordinator {
+    store: Store,
+    interpreter: VerifiedInterpreter,
+    slots: Slots,
+    limits: Limits,
+    /// Names this process in claim rows.
+    owner: String,
+}
+
+/// A failure plus the internal cause the core logs once (callers never see it).
+struct Refusal {
+    failure: Failure,
+    cause: Option<String>,
+}
+
+impl Refusal {
+    fn of(code: FailureCode) -> Self {
+        Self { failure: Failure::of(code), cause: None }
+    }
+
+    fn because(code: FailureCode, cause: impl ToString) -> Self {
+        Self { failure: Failure::of(code), cause: Some(cause.to_string()) }
+    }
+}
+
+impl From<StoreError> for Refusal {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::WorldAbsent => Refusal::of(FailureCode::WorldAbsent),
+            StoreError::Uncertain(cause) => Refusal::because(FailureCode::Unconfirmed, cause),
+            StoreError::Deadline => Refusal::of(FailureCode::Deadline),
+            StoreError::DuplicateInvocation { .. } => Refusal::of(FailureCode::TaskIdUsed),
+            StoreError::Conflict { .. } => Refusal::of(FailureCode::HeadMoved),
+            other => Refusal::because(FailureCode::Unavailable, other),
+        }
+    }
+}
+
+impl Coordinator {
+    pub fn new(store: Store, interpreter: VerifiedInterpreter, slots: Slots, limits: Limits) -> Self {
+        let owner = format!("core-{}-{}", std::process::id(), hex::encode(&random_bytes()[..4]));
+        Self { store, interpreter, slots, limits, owner }
+    }
+
+    pub fn interpreter_ref(&self) -> HashRef {
+        self.interpreter.interpreter.reference
+    }
+
+    /// Runs `call` to its end on its own task, so a caller that goes away
+    /// can never leave a claim held or a commit half-made.
+    pub async fn invoke(self: &Arc<Self>, registry: Arc<RegistryReader>, call: Call) -> Result<Invoked, Failure> {
+        let started = Instant::now();
+        let this = Arc::clone(self);
+        let task = tokio::spawn(async move {
+            let surface = call.surface;
+            let mut id = None;
+            let result = this.invoke_inner(&registry, call, started, &mut id).await;
+            result.map_err(|refusal| {
+                if let Some(cause) = refusal.cause {
+                    // The reference's operator line; the cause never reaches the caller.
+                    let method = match surface {
+                        Surface::A2a => "tasks/send",
+                        Surface::Mcp => "tools/call",
+                    };
+                    let id = id.as_deref().unwrap_or("-");
+                    tracing::error!(code = refusal.failure.code.as_str(), "{surface} refusal: {method} {id}: {cause:?}");
+                }
+                refusal.failure
+            })
+        });
+        match task.await {
+            Ok(result) => result,
+            Err(error) => {
+                tracing::error!(%error, "invocation task ended abnormally");
+                Err(Failure::of(FailureCode::Unavailable))
+            }
+        }
+    }
+
+    async fn invoke_inner(
+        &self,
+        registry: &RegistryReader,
+        call: Call,
+        started: Instant,
+        invocation: &mut Option<String>,
+    ) -> Result<Invoked, Refusal> {
+        let deadline = started + self.limits.invocation;
+        // R1: the call's shape.
+        let task = match &call.task_id {
+            Some(text) => TaskId::parse(text).map_err(|e| Refusal::because(FailureCode::InvalidParams, e))?,
+            None => TaskId::mint(random_bytes()),
+        };
+        let arguments: serde_json::Value =
+            serde_json::from_slice(&call.arguments).map_err(|e| Refusal::because(FailureCode::InvalidParams, e))?;
+        if !arguments.is_object() {
+            return Err(Refusal::because(FailureCode::InvalidParams, "arguments are not a JSON object"));
+        }
+        let input = canonical_value(&arguments);
+        if input.len() > self.limits.max_input {
+            return Err(Refusal::because(FailureCode::InvalidParams, "canonical input exceeds the input cap"));
+        }
+        let pin = match call.pin.as_deref() {
+            None | Some("") => None,
+            Some(text) => Some(HashRef::parse(text).map_err(|e| Refusal::because(FailureCode::InvalidParams, e))?),
+        };
+        let episode = &call.session.episode;
+        let id = invocation_id(call.surface, episode, &task);
+        *invocation = Some(id.clone());
+
+        // R2–R5: bind against the session's live grants and verify the pin.
+        let current = registry.current(&self.store).await.map_err(|e| Refusal::because(FailureCode::Unavailable, e))?;
+        let descriptor = bind(&current, &call, now_unix())?;
+        if let Some(pin) = pin {
+            if pin != descriptor.transition_fn {
+                return Err(Refusal::of(FailureCode::ProposalMismatch));
+            }
+        }
+        if !descriptor.declared_effects.is_empty() {
+            return Err(Refusal::of(FailureCode::EffectsUnsupported));
+        }
+        validate_arguments(&descriptor, &arguments)?;
+
+        // R17 + reconcile: the claim says whether this id is free, running,
+        // or already committed for this very call.
+        let input_ref = HashRef::of(&input);
+        let digest = call_digest(&descriptor, &input_ref, pin.as_ref());
+        let now = now_unix();
+        let stale = now.saturating_sub(self.limits.stale_claim.as_secs() as i64);
+        match self.store.claim_invocation(&id, &digest, &self.owner, now, stale).await? {
+            Claim::Acquired => {}
+            Claim::Committed => return self.reconcile(&id, &task).await,
+            Claim::InFlight | Claim::DifferentCall => return Err(Refusal::of(FailureCode::TaskIdUsed)),
+        }
+        let result = self.execute_and_commit(&descriptor, &id, &task, episode, &input, deadline, call.surface).await;
+        let committed = result.is_ok();
+        if let Err(error) = self.store.release_invocation(&id, committed).await {
+            tracing::warn!(%error, invocation = %id, "releasing the invocation claim failed; it expires on its own");
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn execute_and_commit(
+        &self,
+        descriptor: &Descriptor,
+        id: &str,
+        task: &TaskId,
+        episode: &Episode,
+        input: &[u8],
+        deadline: Instant,
+        surface: Surface,
+    ) -> Result<Invoked, Refusal> {
+        // R6: the source object exists and hashes to its ref.
+        let source = self
+            .store
+            .get_object(&descriptor.transition_fn, true)
+            .await?
+            .filter(|o| o.semantic_id == TRANSITION_SOURCE)
+            .and_then(|o| o.payload)
+            .ok_or_else(|| Refusal::because(FailureCode::Unavailable, "the transition source object is absent"))?;
+        if HashRef::of(&source) != descriptor.transition_fn {
+            return Err(Refusal::because(FailureCode::Unavailable, "the transition source object is corrupt"));
+        }
+        // R7: a world must exist before anything runs.
+        if self.store.selected_head().await?.is_none() {
+            return Err(Refusal::of(FailureCode::WorldAbsent));
+        }
+        if descriptor.interpreter != self.interpreter_ref() {
+            return Err(Refusal::because(
+                FailureCode::Unavailable,
+                format!("the descriptor pins interpreter {} but this core serves {}", descriptor.interpreter, self.interpreter_ref()),
+            ));
+        }
+
+        let input_text = std::str::from_utf8(input).map_err(|e| Refusal::because(FailureCode::InvalidParams, e))?;
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let finished = capsule::run(&self.interpreter, &source, input_text, &self.slots, remaining)
+            .await
+            .map_err(classify_capsule_error)?;
+        if !finished.success() {
+            let stderr = String::from_utf8_lossy(&finished.stderr);
+            let code = if stderr.contains("ARG_DECODE_MISMATCH") || stderr.contains("entrypoint 'main' not found") {
+                FailureCode::Incompatible
+            } else {
+                FailureCode::ExecutionFailed
+            };
+            return Err(Refusal::because(code, format!("interpreter exit {}: {}", finished.status, stderr.trim())));
+        }
+        // R12: one trailing newline stripped, capped, a JSON object.
+        let mut output = finished.stdout;
+        if output.last() == Some(&b'\n') {
+            output.pop();
+        }
+        if output.len() > self.limits.max_output {
+            return Err(Refusal::because(FailureCode::OutputNotObject, "the output exceeds the output cap"));
+        }
+        match serde_json::from_slice::<serde_json::Value>(&output) {
+            Ok(serde_json::Value::Object(_)) => {}
+            _ => return Err(Refusal::because(FailureCode::OutputNotObject, "the output is not a JSON object")),
+        }
+
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(Refusal::of(FailureCode::Deadline));
+        }
+        let planner = plan(descriptor, id, episode, surface, input.to_vec(), output.clone(), now_unix());
+        let (_, commit) = match self.store.commit_next(id, planner, remaining.min(self.limits.commit)).await {
+            Ok(done) => done,
+            Err(StoreError::AlreadyCommitted { .. }) => return self.reconcile(id, task).await,
+            Err(error) => return Err(error.into()),
+        };
+        Ok(Invoked {
+            output,
+            invocation_id: id.to_owned(),
+            task_id: task.as_str().to_owned(),
+            world_ref: commit.next_world.reference,
+            entry_index: commit.entry.entry_index,
+            reconciled: false,
+        })
+    }
+
+    /// The committed result of `id`, read back and verified (nothing runs).
+    async fn reconcile(&self, id: &str, task: &TaskId) -> Result<Invoked, Refusal> {
+        let integrity = |what: &str| Refusal::because(FailureCode::Unavailable, format!("reconcile {id}: {what}"));
+        let receipt = self.store.receipt(id).await?;
+        let crate::store::Receipt::Resolved { result_ref } = receipt else {
+            return Err(Refusal::of(FailureCode::NotCommitted));
+        };
+        let world = self.store.world(&result_ref).await?.ok_or_else(|| integrity("the committed world is absent"))?;
+        if world_ref(world.revision, &world.state_root, &world.log_head) != world.reference {
+            return Err(integrity("the committed world does not hash to its ref"));
+        }
+        let output = self
+            .store
+            .get_object(&world.state_root, true)
+            .await?
+            .and_then(|o| o.payload)
+            .filter(|payload| HashRef::of(payload) == world.state_root)
+            .ok_or_else(|| integrity("the committed output is absent or corrupt"))?;
+        Ok(Invoked {
+            output,
+            invocation_id: id.to_owned(),
+            task_id: task.as_str().to_owned(),
+            world_ref: world.reference,
+            entry_index: world.revision,
+            reconciled: true,
+        })
+    }
+}
+
+/// R2/R3: the transition must be in the registry and visible to the session.
+fn bind(current: &Current, call: &Call, now: i64) -> Result<Descriptor, Refusal> {
+    let Some((_, revision)) = current else { return Err(Refusal::of(FailureCode::NotAuthorized)) };
+    revision
+        .entry(&call.transition_id)
+        .filter(|d| d.visible_to(&call.session.grants, now))
+        .cloned()
+        .ok_or_else(|| Refusal::of(FailureCode::NotAuthorized))
+}
+
+fn validate_arguments(descriptor: &Descriptor, arguments: &serde_json::Value) -> Result<(), Refusal> {
+    let schema: serde_json::Value = serde_json::from_str(descriptor.input_schema.as_str())
+        .map_err(|e| Refusal::because(FailureCode::Unavailable, e))?;
+    let validator = jsonschema::validator_for(&schema).map_err(|e| Refusal::because(FailureCode::Unavailable, e))?;
+    match validator.iter_errors(arguments).next() {
+        None => Ok(()),
+        Some(error) => Err(Refusal {
+            failure: Failure::new(FailureCode::InvalidParams, format!("arguments do not match the input schema: {error}")),
+            cause: None,
+        }),
+    }
+}
+
+/// What makes two calls under one id "the same call".
+fn call_digest(descriptor: &Descriptor, input: &HashRef, pin: Option<&HashRef>) -> String {
+    let text = canonical_value(&json!({
+        "transition": descriptor.id.as_str(),
+        "input": input.to_string(),
+        "pin": HashRef::optional_text(pin),
+    }));
+    HashRef::of(&text).to_string()
+}
+
+fn classify_capsule_error(error: CapsuleError) -> Refusal {
+    match error {
+        CapsuleError::Run(RunError::NoSlot(_)) => Refusal::of(FailureCode::CapacityExceeded),
+        CapsuleError::Run(RunError::Timeout(_)) => Refusal::of(FailureCode::Deadline),
+        error @ CapsuleError::Integrity { .. } => Refusal::because(FailureCode::Unavailable, error),
+        error => Refusal::because(FailureCode::ExecutionFailed, error),
+    }
+}
+
+/// The commit of one pure call, planned against the head world `w`
+/// (reference-core §3.6).
+fn plan(
+    descriptor: &Descriptor,
+    id: &str,
+    episode: &Episode,
+    surface: Surface,
+    input: Vec<u8>,
+    output: Vec<u8>,
+    now: i64,
+) -> Planner {
+    let by = surface.written_by();
+    let id = id.to_owned();
+    let episode = episode.as_str().to_owned();
+    let skill = descriptor.id.as_str().to_owned();
+    let (transition_fn, interpreter, epoch) = (descriptor.transition_fn, descriptor.interpreter, descriptor.semantics_epoch);
+    Box::new(move |w: &WorldRow| {
+        let input = StoredObject::new(INPUT_SEMANTIC_ID, by, input);
+        let output = StoredObject::new(OUTPUT_SEMANTIC_ID, by, output);
+        let record = StoredObject::new(
+            RECORD_SEMANTIC_ID,
+            by,
+            canonical_value(&json!({
+                "invocationId": id,
+                "episodeId": episode,
+                "skillId": skill,
+                "transitionFn": transition_fn.to_string(),
+                "interpreter": interpreter.to_string(),
+                "semanticsEpoch": epoch,
+                "input": input.hash.to_string(),
+                "output": output.hash.to_string(),
+            })),
+        );
+        let index = w.revision + 1;
+        let header = EntryHeader {
+            entry_index: index,
+            semantics_epoch: epoch,
+            transition_fn: &transition_fn,
+            interpreter: &interpreter,
+            prev_entry_hash: &w.log_head,
+            written_by: by,
+        };
+        let hash = entry_hash(&header, &record.hash);
+        let next_world = WorldRow {
+            reference: world_ref(index, &output.hash, &hash),
+            revision: index,
+            state_root: output.hash,
+            log_head: hash,
+        };
+        let entry = LogEntry {
+            entry_index: index,
+            semantics_epoch: epoch,
+            transition_fn,
+            interpreter,
+            prev_entry_hash: w.log_head,
+            written_by: by.to_owned(),
+            entry_hash: hash,
+            transition_ref: record.hash,
+        };
+        Commit {
+            invocation_id: Some(id),
+            observed_head: Some(w.reference),
+            objects: vec![input, output, record],
+            next_world,
+            entry,
+            logical_time: now,
+        }
+    })
+}
