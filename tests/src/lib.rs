@@ -99,7 +99,8 @@ pub struct World {
     pub store: PathBuf,
     pub core: Process,
     pub core_addr: String,
-    pub edge: Process,
+    /// `None` for a core-only world (internal gRPC callers).
+    pub edge: Option<Process>,
     pub edge_url: String,
 }
 
@@ -110,7 +111,7 @@ impl World {
         let store = dir.path().join("world.db");
         let (core, core_addr) = start_core(&store, dir.path(), &[]);
         let (edge, edge_url) = start_edge(&[&core_addr], dir.path(), &[]);
-        Self { dir, store, core, core_addr, edge, edge_url }
+        Self { dir, store, core, core_addr, edge: Some(edge), edge_url }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -128,6 +129,56 @@ impl World {
         command.args(args).arg("--store").arg(&self.store).env_remove("CI");
         command.output().expect("run world-core")
     }
+}
+
+/// The echo transition's manifest, as `packages/examples` ships it.
+pub fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../packages/examples")
+}
+
+impl World {
+    /// A world serving the echo transition: the store is bootstrapped by a
+    /// first serve with the interpreter, the examples manifest is published
+    /// through the attended prompt, genesis is committed, then a core with
+    /// the interpreter and an edge start.
+    pub fn with_echo() -> Self {
+        let mut world = Self::echo_core();
+        let (edge, edge_url) = start_edge(&[&world.core_addr], world.dir.path(), &[]);
+        world.edge = Some(edge);
+        world.edge_url = edge_url;
+        world
+    }
+
+    /// Like [`World::with_echo`], without an edge.
+    pub fn echo_core() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = dir.path().join("world.db");
+        let ailang = bin("ailang");
+        let ailang = ailang.to_str().expect("utf-8 path");
+        let (bootstrap, _) = start_core(&store, dir.path(), &["--ailang-bin", ailang]);
+        assert!(bootstrap.terminate().success(), "the bootstrap serve did not stop cleanly");
+        publish(&store, &examples_dir().join("transitions.json"), 1);
+        let genesis = Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
+        assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
+        let (core, core_addr) = start_core(&store, dir.path(), &["--ailang-bin", ailang]);
+        Self { dir, store, core, core_addr, edge: None, edge_url: String::new() }
+    }
+}
+
+/// `world-publish transitions` from the repository root, typing the phrase.
+pub fn publish(store: &Path, manifest: &Path, count: usize) {
+    let mut command = Command::new(bin("world-publish"));
+    command
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .args(["transitions", "--store"])
+        .arg(store)
+        .arg("--manifest")
+        .arg(manifest)
+        .arg("--ailang-bin")
+        .arg(bin("ailang"));
+    let phrase = format!("publish {count} transitions to {}\n", store.display());
+    let run = run_attended(command, &phrase);
+    assert!(run.status.success(), "publish failed: {}\n{}", run.stdout, run.stderr);
 }
 
 /// Starts `world-core serve` on a free loopback port; returns it and `host:port`.

@@ -1,0 +1,118 @@
+//! `world.v1.Invocation` called directly, as internal services do: the
+//! coordinator's idempotency, concurrency and provenance rules.
+
+use std::collections::BTreeSet;
+
+use tonic::metadata::MetadataValue;
+use world_core::store::{OpenMode, Store, StoreLocation};
+use world_model::HashRef;
+use world_proto::v1 as pb;
+use world_proto::v1::invocation_client::InvocationClient;
+use world_tests::World;
+
+type Client = InvocationClient<tonic::transport::Channel>;
+
+async fn client(world: &World) -> Client {
+    InvocationClient::connect(format!("http://{}", world.core_addr)).await.expect("connect to the core")
+}
+
+async fn invoke(client: &mut Client, token: &str, task: &str, arguments: &str) -> pb::invoke_reply::Outcome {
+    let mut request = tonic::Request::new(pb::InvokeRequest {
+        surface: "a2a".into(),
+        transition_id: "tools.echo".into(),
+        task_id: task.into(),
+        arguments: arguments.as_bytes().to_vec(),
+        transition_fn: String::new(),
+    });
+    let value: MetadataValue<_> = format!("Bearer {token}").parse().unwrap();
+    request.metadata_mut().insert("authorization", value);
+    client.invoke(request).await.expect("invoke rpc").into_inner().outcome.expect("an outcome")
+}
+
+fn invoked(outcome: pb::invoke_reply::Outcome) -> pb::Invoked {
+    match outcome {
+        pb::invoke_reply::Outcome::Invoked(invoked) => invoked,
+        pb::invoke_reply::Outcome::Failure(failure) => panic!("expected success, got {failure:?}"),
+    }
+}
+
+fn failure_code(outcome: pb::invoke_reply::Outcome) -> String {
+    match outcome {
+        pb::invoke_reply::Outcome::Failure(failure) => failure.code,
+        pb::invoke_reply::Outcome::Invoked(invoked) => panic!("expected a failure, got {invoked:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resent_task_returns_the_committed_result_and_a_different_call_is_refused() {
+    let world = World::echo_core();
+    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let mut client = client(&world).await;
+
+    let first = invoked(invoke(&mut client, &token, "echo-1", r#"{"a":1}"#).await);
+    assert_eq!(first.output, br#"{"echo":{"a":1}}"#);
+    assert_eq!(first.invocation_id, "a2a:ep1:echo-1");
+    assert_eq!(first.entry_index, 1);
+    assert!(!first.reconciled);
+
+    let again = invoked(invoke(&mut client, &token, "echo-1", r#"{ "a" : 1 }"#).await);
+    assert_eq!(again.entry_index, 1, "the same call resent returns the committed entry");
+    assert_eq!(again.world_ref, first.world_ref);
+    assert!(again.reconciled);
+
+    assert_eq!(failure_code(invoke(&mut client, &token, "echo-1", r#"{"a":2}"#).await), "task_id_used");
+    assert_eq!(failure_code(invoke(&mut client, &token, "bad id!", r#"{"a":2}"#).await), "invalid_params");
+
+    // Provenance: the entry's record, input and output exist and hash to their refs.
+    let store = Store::open(&StoreLocation::Sqlite(world.store.clone()), OpenMode::MustExist).await.unwrap();
+    let entry = store.log_entry(1).await.unwrap().expect("entry 1");
+    assert_eq!(entry.written_by, "coordinator:a2a");
+    assert_eq!(store.log_entry(2).await.unwrap(), None, "the resend added no entry");
+    let record = store.get_object(&entry.transition_ref, true).await.unwrap().expect("record");
+    assert_eq!(HashRef::of(record.payload.as_deref().unwrap()), record.hash);
+    let record: serde_json::Value = serde_json::from_slice(record.payload.as_deref().unwrap()).unwrap();
+    assert_eq!(record["invocationId"], "a2a:ep1:echo-1");
+    for key in ["input", "output"] {
+        let reference = HashRef::parse(record[key].as_str().unwrap()).unwrap();
+        let object = store.get_object(&reference, true).await.unwrap().expect(key);
+        assert_eq!(HashRef::of(object.payload.as_deref().unwrap()), reference);
+    }
+    let world_row = store.world(&HashRef::parse(&first.world_ref).unwrap()).await.unwrap().unwrap();
+    assert_eq!(world_row.state_root.to_string(), record["output"].as_str().unwrap());
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_distinct_calls_all_commit_and_one_task_id_runs_once() {
+    let world = World::echo_core();
+    let token = world.mint("ep1", &["world.apply=world:100"], 3600);
+    let client = client(&world).await;
+
+    let calls = (0..50).map(|i| {
+        let (mut client, token) = (client.clone(), token.clone());
+        async move { invoked(invoke(&mut client, &token, &format!("c-{i}"), &format!(r#"{{"n":{i}}}"#)).await) }
+    });
+    let results = futures::future::join_all(calls).await;
+    let indices: BTreeSet<i64> = results.iter().map(|r| r.entry_index).collect();
+    assert_eq!(indices, (1..=50).collect::<BTreeSet<_>>(), "50 commits with a gapless log");
+
+    let same = (0..10).map(|_| {
+        let (mut client, token) = (client.clone(), token.clone());
+        async move { invoke(&mut client, &token, "same", r#"{"same":true}"#).await }
+    });
+    let outcomes = futures::future::join_all(same).await;
+    let mut entries = BTreeSet::new();
+    for outcome in outcomes {
+        match outcome {
+            pb::invoke_reply::Outcome::Invoked(invoked) => {
+                entries.insert(invoked.entry_index);
+            }
+            // A resend that arrives while the first is still running.
+            pb::invoke_reply::Outcome::Failure(failure) => assert_eq!(failure.code, "task_id_used"),
+        }
+    }
+    assert_eq!(entries, BTreeSet::from([51]), "the same task id ran once");
+    let store = Store::open(&StoreLocation::Sqlite(world.store.clone()), OpenMode::MustExist).await.unwrap();
+    assert_eq!(store.log_page(0, 500).await.unwrap().len(), 52);
+    store.close().await;
+}
