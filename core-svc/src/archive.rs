@@ -145,8 +145,8 @@ impl Archive {
         let slot = self.slot(&reference);
         let manifest_path = slot.join("manifest.json");
         if let Ok(text) = std::fs::read_to_string(&manifest_path) {
-            let manifest: Manifest = serde_json::from_str(&text)
-                .map_err(|e| ArchiveError::Manifest { reference, cause: e.to_string() })?;
+            let manifest: Manifest =
+                serde_json::from_str(&text).map_err(|e| ArchiveError::Manifest { reference, cause: e.to_string() })?;
             if manifest.hash != reference.to_string() {
                 return Err(ArchiveError::HashMismatch { reference, recorded: manifest.hash });
             }
@@ -182,9 +182,8 @@ async fn probe_version(path: &Path, reference: &HashRef, slots: &Slots) -> Resul
     let mut command = tokio::process::Command::new(path);
     command.arg("--version").env_clear().current_dir(path.parent().unwrap_or(Path::new("/")));
     let slot = slots.try_take().map_err(|e| probe_error(e.to_string()))?;
-    let finished = subprocess::run(command, slot, VERSION_PROBE, 64 * 1024)
-        .await
-        .map_err(|e| probe_error(e.to_string()))?;
+    let finished =
+        subprocess::run(command, slot, VERSION_PROBE, 64 * 1024).await.map_err(|e| probe_error(e.to_string()))?;
     if !finished.success() {
         return Err(probe_error(format!(
             "exit {}: {}",

@@ -42,7 +42,13 @@ struct Stamp {
 
 fn stamp(file: &File) -> std::io::Result<Stamp> {
     let m = file.metadata()?;
-    Ok(Stamp { size: m.size(), mtime: m.mtime(), mtime_nsec: m.mtime_nsec(), ctime: m.ctime(), ctime_nsec: m.ctime_nsec() })
+    Ok(Stamp {
+        size: m.size(),
+        mtime: m.mtime(),
+        mtime_nsec: m.mtime_nsec(),
+        ctime: m.ctime(),
+        ctime_nsec: m.ctime_nsec(),
+    })
 }
 
 /// The pinned interpreter, held open and verified.
@@ -113,10 +119,8 @@ pub async fn run(
 ) -> Result<Finished, CapsuleError> {
     let slot = slots.try_take()?;
     interpreter.ensure_verified()?;
-    let root = tempfile::Builder::new()
-        .prefix("world-capsule-")
-        .tempdir()
-        .map_err(|e| CapsuleError::Root(e.to_string()))?;
+    let root =
+        tempfile::Builder::new().prefix("world-capsule-").tempdir().map_err(|e| CapsuleError::Root(e.to_string()))?;
     let capsule = root.path().join("host/capsule");
     let stage = || -> std::io::Result<()> {
         std::fs::create_dir_all(&capsule)?;

@@ -6,6 +6,9 @@
 //! invocation id; the entry is planned inside the commit transaction against
 //! the head current at that moment, so concurrent calls all commit.
 
+// Refusals travel only on the failure path of one call; boxing them buys nothing.
+#![allow(clippy::result_large_err)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -137,7 +140,10 @@ impl Coordinator {
                         Surface::Mcp => "tools/call",
                     };
                     let id = id.as_deref().unwrap_or("-");
-                    tracing::error!(code = refusal.failure.code.as_str(), "{surface} refusal: {method} {id}: {cause:?}");
+                    tracing::error!(
+                        code = refusal.failure.code.as_str(),
+                        "{surface} refusal: {method} {id}: {cause:?}"
+                    );
                 }
                 refusal.failure
             })
@@ -184,10 +190,10 @@ impl Coordinator {
         // R2–R5: bind against the session's live grants and verify the pin.
         let current = registry.current(&self.store).await.map_err(|e| Refusal::because(FailureCode::Unavailable, e))?;
         let descriptor = bind(&current, &call, now_unix())?;
-        if let Some(pin) = pin {
-            if pin != descriptor.transition_fn {
-                return Err(Refusal::of(FailureCode::ProposalMismatch));
-            }
+        if let Some(pin) = pin
+            && pin != descriptor.transition_fn
+        {
+            return Err(Refusal::of(FailureCode::ProposalMismatch));
         }
         if !descriptor.declared_effects.is_empty() {
             return Err(Refusal::of(FailureCode::EffectsUnsupported));
@@ -242,7 +248,11 @@ impl Coordinator {
         if descriptor.interpreter != self.interpreter_ref() {
             return Err(Refusal::because(
                 FailureCode::Unavailable,
-                format!("the descriptor pins interpreter {} but this core serves {}", descriptor.interpreter, self.interpreter_ref()),
+                format!(
+                    "the descriptor pins interpreter {} but this core serves {}",
+                    descriptor.interpreter,
+                    self.interpreter_ref()
+                ),
             ));
         }
 
@@ -339,7 +349,10 @@ fn validate_arguments(descriptor: &Descriptor, arguments: &serde_json::Value) ->
     match validator.iter_errors(arguments).next() {
         None => Ok(()),
         Some(error) => Err(Refusal {
-            failure: Failure::new(FailureCode::InvalidParams, format!("arguments do not match the input schema: {error}")),
+            failure: Failure::new(
+                FailureCode::InvalidParams,
+                format!("arguments do not match the input schema: {error}"),
+            ),
             cause: None,
         }),
     }
@@ -379,7 +392,8 @@ fn plan(
     let id = id.to_owned();
     let episode = episode.as_str().to_owned();
     let skill = descriptor.id.as_str().to_owned();
-    let (transition_fn, interpreter, epoch) = (descriptor.transition_fn, descriptor.interpreter, descriptor.semantics_epoch);
+    let (transition_fn, interpreter, epoch) =
+        (descriptor.transition_fn, descriptor.interpreter, descriptor.semantics_epoch);
     Box::new(move |w: &WorldRow| {
         let input = StoredObject::new(INPUT_SEMANTIC_ID, by, input);
         let output = StoredObject::new(OUTPUT_SEMANTIC_ID, by, output);

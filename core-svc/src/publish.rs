@@ -100,8 +100,10 @@ pub async fn build_changes(
             }
             (Some(reference), None) => HashRef::parse(reference).map_err(|e| format!("{label}: transitionFn: {e}"))?,
             (None, Some(file)) => {
-                let raw = std::fs::read(base_dir.join(file)).map_err(|e| format!("read transition source {file}: {e}"))?;
-                let source = canonical_source(&raw).map_err(|e| format!("canonicalise transition source {file}: {e}"))?;
+                let raw =
+                    std::fs::read(base_dir.join(file)).map_err(|e| format!("read transition source {file}: {e}"))?;
+                let source =
+                    canonical_source(&raw).map_err(|e| format!("canonicalise transition source {file}: {e}"))?;
                 let object = StoredObject::new(TRANSITION_SOURCE, SOURCE_PROVENANCE, source);
                 check_source(interpreter, object.payload.as_deref().unwrap_or_default(), slots)
                     .await
@@ -134,7 +136,13 @@ pub async fn build_changes(
     Ok(changes)
 }
 
-fn epoch_for(label: &str, stated: i64, nominating: &[i64], release: &str, derived: &mut Option<i64>) -> Result<i64, String> {
+fn epoch_for(
+    label: &str,
+    stated: i64,
+    nominating: &[i64],
+    release: &str,
+    derived: &mut Option<i64>,
+) -> Result<i64, String> {
     let epoch = if stated == 0 {
         match nominating {
             [only] => {
@@ -163,23 +171,24 @@ fn epoch_for(label: &str, stated: i64, nominating: &[i64], release: &str, derive
 /// compile is refused at publication, not at the first call).
 fn compile_schema(descriptor: &Descriptor) -> Result<(), String> {
     for (which, schema) in [("input", &descriptor.input_schema), ("output", &descriptor.output_schema)] {
-        let value: serde_json::Value = serde_json::from_str(schema.as_str()).map_err(|e| format!("{which} schema: {e}"))?;
+        let value: serde_json::Value =
+            serde_json::from_str(schema.as_str()).map_err(|e| format!("{which} schema: {e}"))?;
         jsonschema::validator_for(&value).map_err(|e| format!("{which} schema does not compile: {e}"))?;
     }
     Ok(())
 }
 
 fn not_loadable(id: &str, source: &HashRef, output: &str) -> String {
-    format!("publish transition registry: entry {id:?}'s source \"{source}\" is not loadable under its pinned interpreter: {output}")
+    format!(
+        "publish transition registry: entry {id:?}'s source \"{source}\" is not loadable under its pinned interpreter: {output}"
+    )
 }
 
 /// `<interpreter> check host/capsule/main.ail` in an empty scratch root, so
 /// only `std/*` imports resolve. `Err` carries the interpreter's output.
 pub async fn check_source(interpreter: &Interpreter, source: &[u8], slots: &Slots) -> Result<(), String> {
-    let scratch = tempfile::Builder::new()
-        .prefix("world-source-check-")
-        .tempdir()
-        .map_err(|e| format!("scratch root: {e}"))?;
+    let scratch =
+        tempfile::Builder::new().prefix("world-source-check-").tempdir().map_err(|e| format!("scratch root: {e}"))?;
     let capsule = scratch.path().join("host/capsule");
     std::fs::create_dir_all(&capsule).map_err(|e| format!("scratch root: {e}"))?;
     std::fs::write(capsule.join("main.ail"), source).map_err(|e| format!("scratch root: {e}"))?;
@@ -218,7 +227,12 @@ pub enum Outcome {
 
 /// Re-verifies `changes` and moves the registry head by compare-and-swap,
 /// retrying once over a concurrent winner.
-pub async fn publish_set(store: &Store, archive: &Archive, changes: &Changes, slots: &Slots) -> Result<Outcome, String> {
+pub async fn publish_set(
+    store: &Store,
+    archive: &Archive,
+    changes: &Changes,
+    slots: &Slots,
+) -> Result<Outcome, String> {
     reverify(store, archive, changes, slots).await?;
     let mut retried = false;
     loop {
@@ -227,17 +241,15 @@ pub async fn publish_set(store: &Store, archive: &Archive, changes: &Changes, sl
             Some(head) => Some((head, registry::read_revision(store, &head).await.map_err(read_error)?)),
             None => None,
         };
-        if retried {
-            if let Some((_, winner)) = &current {
-                refuse_same_id_conflicts(winner, &changes.descriptors)?;
-            }
+        if retried && let Some((_, winner)) = &current {
+            refuse_same_id_conflicts(winner, &changes.descriptors)?;
         }
         let next = Revision::next(current.as_ref().map(|(h, r)| (h, r)), changes.descriptors.clone())
             .map_err(|e| format!("publish transition registry: {e}"))?;
-        if let Some((head, revision)) = &current {
-            if revision.entries == next.entries {
-                return Ok(Outcome::Unchanged { revision: revision.revision, head: *head });
-            }
+        if let Some((head, revision)) = &current
+            && revision.entries == next.entries
+        {
+            return Ok(Outcome::Unchanged { revision: revision.revision, head: *head });
         }
         for source in &changes.sources {
             store.put_object(source).await.map_err(|e| e.to_string())?;
@@ -248,7 +260,9 @@ pub async fn publish_set(store: &Store, archive: &Archive, changes: &Changes, sl
             Ok(()) => return Ok(Outcome::Published { revision: next.revision, head: object.hash }),
             Err(StoreError::RegistryConflict { .. }) if !retried => retried = true,
             Err(StoreError::RegistryConflict { .. }) => {
-                return Err("the registry head kept moving during publish; nothing was written — re-run the command".into());
+                return Err(
+                    "the registry head kept moving during publish; nothing was written — re-run the command".into()
+                );
             }
             Err(error) => return Err(error.to_string()),
         }
@@ -261,15 +275,15 @@ fn read_error(error: RegistryReadError) -> String {
 
 fn refuse_same_id_conflicts(winner: &Revision, ours: &[Descriptor]) -> Result<(), String> {
     for descriptor in ours {
-        if let Some(theirs) = winner.entry(descriptor.id.as_str()) {
-            if theirs != descriptor {
-                return Err(format!(
-                    "both this publish and the registry's revision {} set {:?} with different bytes; nothing was \
+        if let Some(theirs) = winner.entry(descriptor.id.as_str())
+            && theirs != descriptor
+        {
+            return Err(format!(
+                "both this publish and the registry's revision {} set {:?} with different bytes; nothing was \
                      written — republish the winner's descriptor, or remove the entry",
-                    winner.revision,
-                    descriptor.id.as_str()
-                ));
-            }
+                winner.revision,
+                descriptor.id.as_str()
+            ));
         }
     }
     Ok(())
@@ -278,10 +292,9 @@ fn refuse_same_id_conflicts(winner: &Revision, ours: &[Descriptor]) -> Result<()
 /// Every source exists (or is about to be written) and loads under its own
 /// pinned interpreter; every epoch nominates that interpreter's release.
 async fn reverify(store: &Store, archive: &Archive, changes: &Changes, slots: &Slots) -> Result<(), String> {
-    let epochs: EpochRegistry = registry::read_epochs(store)
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| "publish transition registry: no epoch registry head exists (world/epoch-registry/v1)".to_owned())?;
+    let epochs: EpochRegistry = registry::read_epochs(store).await.map_err(|e| e.to_string())?.ok_or_else(|| {
+        "publish transition registry: no epoch registry head exists (world/epoch-registry/v1)".to_owned()
+    })?;
     for descriptor in &changes.descriptors {
         let interpreter = archive.resolve(&descriptor.interpreter).map_err(|e| e.to_string())?;
         if !epochs.nominating(&interpreter.release()).contains(&descriptor.semantics_epoch) {

@@ -54,9 +54,7 @@ pub async fn bootstrap_epochs(store: &Store, release: &str) -> Result<HashRef, S
 pub async fn read_epochs(store: &Store) -> Result<Option<EpochRegistry>, RegistryReadError> {
     let Some(head) = store.registry_head(EPOCH_REGISTRY).await? else { return Ok(None) };
     let object = load_verified(store, &head, EPOCH_REGISTRY).await?;
-    EpochRegistry::decode(&object)
-        .map(Some)
-        .map_err(|e| RegistryReadError::Damaged { head, reason: e.to_string() })
+    EpochRegistry::decode(&object).map(Some).map_err(|e| RegistryReadError::Damaged { head, reason: e.to_string() })
 }
 
 async fn load_verified(store: &Store, head: &HashRef, semantic_id: &str) -> Result<Vec<u8>, RegistryReadError> {
@@ -85,10 +83,10 @@ pub struct RegistryReader {
 impl RegistryReader {
     pub async fn current(&self, store: &Store) -> Result<Current, RegistryReadError> {
         let Some(head) = store.registry_head(TRANSITION_REGISTRY).await? else { return Ok(None) };
-        if let Some((cached, revision)) = self.cached.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            if *cached == head {
-                return Ok(Some((head, Arc::clone(revision))));
-            }
+        if let Some((cached, revision)) = self.cached.lock().unwrap_or_else(|p| p.into_inner()).as_ref()
+            && *cached == head
+        {
+            return Ok(Some((head, Arc::clone(revision))));
         }
         let revision = Arc::new(read_revision(store, &head).await?);
         *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = Some((head, Arc::clone(&revision)));

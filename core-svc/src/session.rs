@@ -25,10 +25,7 @@ pub enum ResolveError {
 /// Resolves an `Authorization` header value, fresh from the store.
 pub async fn resolve(store: &Store, authorization: Option<&str>, now: i64) -> Result<SessionBinding, ResolveError> {
     let credential = parse_authorization(authorization).map_err(ResolveError::Denied)?;
-    let row = store
-        .session(&credential.credential_id())
-        .await?
-        .ok_or(ResolveError::Denied(SessionDenial::Unknown))?;
+    let row = store.session(&credential.credential_id()).await?.ok_or(ResolveError::Denied(SessionDenial::Unknown))?;
     resolve_expiry(now, row.expires_at).map_err(ResolveError::Denied)?;
     // A row we cannot read is treated as no row: it grants nothing.
     let unknown = || ResolveError::Denied(SessionDenial::Unknown);
@@ -72,7 +69,8 @@ pub async fn mint(
     let expires_at = now.saturating_add(ttl_seconds);
     let grants: Vec<Grant> = grants.iter().map(|g| Grant { expires_at, ..g.clone() }).collect();
     let token = mint_token_hex(random);
-    let credential = Credential::from_token(&token).map_err(|_| StoreError::Damaged("minted token is malformed".into()))?;
+    let credential =
+        Credential::from_token(&token).map_err(|_| StoreError::Damaged("minted token is malformed".into()))?;
     let credential_id = credential.credential_id();
     let grants_json = serde_json::to_string(&grants).map_err(|e| StoreError::Damaged(e.to_string()))?;
     store

@@ -71,9 +71,8 @@ impl Slots {
 
     /// Takes a slot now, or refuses: callers are never queued.
     pub fn try_take(&self) -> Result<Slot, RunError> {
-        let taken = self
-            .in_use
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.limit).then_some(n + 1));
+        let taken =
+            self.in_use.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.limit).then_some(n + 1));
         match taken {
             Ok(_) => Ok(Slot { in_use: Arc::clone(&self.in_use) }),
             Err(_) => Err(RunError::NoSlot(self.limit)),
@@ -85,12 +84,7 @@ impl Slots {
 /// bytes of each stream. The slot is released when the child has been reaped.
 pub async fn run(mut command: Command, _slot: Slot, timeout: Duration, cap: usize) -> Result<Finished, RunError> {
     let program = format!("{:?}", command.as_std().get_program());
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
     let mut child = command.spawn().map_err(|e| RunError::Spawn { program, cause: e.to_string() })?;
     let pid = child.id().and_then(|id| i32::try_from(id).ok());
     let kill_group = || {

@@ -148,10 +148,13 @@ async fn a_store_from_the_future_is_refused_untouched(location: StoreLocation) {
     let mut conn = sqlx::AnyConnection::connect(&url).await.expect("raw connect");
     sqlx::raw_sql("UPDATE world_schema SET version = 99").execute(&mut conn).await.unwrap();
     match Store::open(&location, OpenMode::MustExist).await {
-        Err(StoreError::FutureSchema { found: 99, supported, .. }) => assert_eq!(supported, world_core::store::SCHEMA_VERSION),
+        Err(StoreError::FutureSchema { found: 99, supported, .. }) => {
+            assert_eq!(supported, world_core::store::SCHEMA_VERSION)
+        }
         other => panic!("expected a future-schema refusal, got {:?}", other.map(|_| ())),
     }
-    let version: i64 = sqlx::Row::get(&sqlx::query("SELECT version FROM world_schema").fetch_one(&mut conn).await.unwrap(), 0);
+    let version: i64 =
+        sqlx::Row::get(&sqlx::query("SELECT version FROM world_schema").fetch_one(&mut conn).await.unwrap(), 0);
     assert_eq!(version, 99, "the refused store was modified");
 }
 
@@ -172,7 +175,8 @@ async fn objects_verify_their_hash_and_keep_the_first_writer(location: StoreLoca
     let bare = store.get_object(&first.hash, false).await.unwrap().unwrap();
     assert_eq!(bare.payload, None);
 
-    let forged = StoredObject { payload: Some(b"other".to_vec()), ..StoredObject::new("test/a/v1", "x", b"zzz".to_vec()) };
+    let forged =
+        StoredObject { payload: Some(b"other".to_vec()), ..StoredObject::new("test/a/v1", "x", b"zzz".to_vec()) };
     assert!(matches!(store.put_object(&forged).await, Err(StoreError::Invalid { .. })));
     assert_eq!(store.get_object(&forged.hash, false).await.unwrap(), None);
     assert_eq!(store.get_object(&HashRef::of(b"absent"), false).await.unwrap(), None);
@@ -314,7 +318,10 @@ async fn sessions_store_only_credential_ids(location: StoreLocation) {
     };
     store.insert_session(&row).await.unwrap();
     assert!(matches!(store.insert_session(&row).await, Err(StoreError::SessionExists(_))));
-    store.insert_session(&SessionRow { credential_id: "b".repeat(64), episode: "ep2".into(), ..row.clone() }).await.unwrap();
+    store
+        .insert_session(&SessionRow { credential_id: "b".repeat(64), episode: "ep2".into(), ..row.clone() })
+        .await
+        .unwrap();
     assert_eq!(store.session(&row.credential_id).await.unwrap(), Some(row.clone()));
     assert_eq!(store.list_sessions(None).await.unwrap().len(), 2);
     assert_eq!(store.list_sessions(Some("ep2")).await.unwrap().len(), 1);

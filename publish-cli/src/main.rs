@@ -192,7 +192,11 @@ async fn publish_with(store: &Store, location: &StoreLocation, args: Transitions
 /// The CI tripwire, the controlling terminal, and the typed phrase.
 fn attended_gate(count: usize, manifest: &str, store: &str) -> Option<End> {
     if attended::ci_is_set() {
-        return Some(End::Stop { fence: "ci", reason: "ci", detail: "CI is set; this command is never run in CI".into() });
+        return Some(End::Stop {
+            fence: "ci",
+            reason: "ci",
+            detail: "CI is set; this command is never run in CI".into(),
+        });
     }
     let mut terminal = match attended::open_terminal() {
         Ok(terminal) => terminal,
@@ -228,7 +232,12 @@ fn attended_gate(count: usize, manifest: &str, store: &str) -> Option<End> {
 }
 
 /// Exactly one of `--ailang-bin` (archived now) or `--interpreter-ref` (already archived).
-async fn pin(archive: &Archive, binary: Option<&Path>, reference: Option<&str>, slots: &Slots) -> Result<Interpreter, String> {
+async fn pin(
+    archive: &Archive,
+    binary: Option<&Path>,
+    reference: Option<&str>,
+    slots: &Slots,
+) -> Result<Interpreter, String> {
     match (binary, reference) {
         (Some(_), Some(_)) => Err("give exactly one of --ailang-bin or --interpreter-ref".into()),
         (None, None) => Err("the interpreter pin is required: --ailang-bin B archives B now (as the core does at \

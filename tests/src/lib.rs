@@ -21,11 +21,7 @@ pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().and_then(Path::parent).expect("target profile directory");
     let path = dir.join(name);
-    assert!(
-        path.is_file(),
-        "{} is missing: build the binaries first (cargo build --workspace --bins)",
-        path.display()
-    );
+    assert!(path.is_file(), "{} is missing: build the binaries first (cargo build --workspace --bins)", path.display());
     path
 }
 
@@ -158,7 +154,8 @@ impl World {
         let (bootstrap, _) = start_core(&store, dir.path(), &["--ailang-bin", ailang]);
         assert!(bootstrap.terminate().success(), "the bootstrap serve did not stop cleanly");
         publish(&store, &examples_dir().join("transitions.json"), 1);
-        let genesis = Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
+        let genesis =
+            Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
         assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
         let (core, core_addr) = start_core(&store, dir.path(), &["--ailang-bin", ailang]);
         Self { dir, store, core, core_addr, edge: None, edge_url: String::new() }
@@ -274,7 +271,8 @@ fn open_pty() -> (OwnedFd, OwnedFd) {
     let mut master = 0;
     let mut slave = 0;
     // SAFETY: openpty writes two new descriptors we then own.
-    let rc = unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    let rc =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
     // SAFETY: both descriptors were just returned by openpty.
     unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }

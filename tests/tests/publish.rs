@@ -10,7 +10,8 @@ use world_model::registry::{EPOCH_REGISTRY, TRANSITION_REGISTRY, TRANSITION_SOUR
 use world_model::{EpochRegistry, HashRef};
 use world_tests::{AttendedRun, bin, run_attended, start_core};
 
-const ECHO: &str = "module quickstart/echo\n\nexport func main(input: string) -> string {\n  \"{\\\"echo\\\":${input}}\"\n}\n";
+const ECHO: &str =
+    "module quickstart/echo\n\nexport func main(input: string) -> string {\n  \"{\\\"echo\\\":${input}}\"\n}\n";
 const RELEASE: &str = "ailang-rs 0.1.0 (AILANG v0.41 compatible)";
 
 struct Fixture {
@@ -103,7 +104,10 @@ async fn the_seed_echo_publishes_and_an_identical_republish_is_unchanged() {
         run.terminal
     );
     let lines: Vec<&str> = run.stdout.lines().collect();
-    assert_eq!(lines[0], format!("semantics epoch 1 derived from world/epoch-registry/v1 for interpreter release \"{RELEASE}\""));
+    assert_eq!(
+        lines[0],
+        format!("semantics epoch 1 derived from world/epoch-registry/v1 for interpreter release \"{RELEASE}\"")
+    );
     assert!(lines[1].starts_with("published transition registry revision 1 (head sha256:"), "{}", lines[1]);
     assert!(lines[1].ends_with("); the daemon's A2A card will list these skills on its next read"));
     let head = head_of(lines[1]);
@@ -182,7 +186,8 @@ async fn an_ambiguous_epoch_is_refused_and_a_stated_one_must_be_nominated() {
     );
     assert_eq!(fixture.head().await, None);
 
-    let mut manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(fixture.path("echo.json")).unwrap()).unwrap();
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture.path("echo.json")).unwrap()).unwrap();
     manifest[0]["semanticsEpoch"] = 7.into();
     std::fs::write(fixture.path("seven.json"), manifest.to_string()).unwrap();
     let run = fixture.publish("seven.json", 1);
@@ -246,7 +251,11 @@ async fn usage_and_pin_errors_say_what_is_wrong() {
     assert_eq!(no_manifest.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&no_manifest.stderr).contains("--manifest names the descriptor manifest file"));
 
-    let no_store = Command::new(bin("world-publish")).args(["transitions", "--manifest", "m.json"]).env_remove("WORLD_STORE").output().unwrap();
+    let no_store = Command::new(bin("world-publish"))
+        .args(["transitions", "--manifest", "m.json"])
+        .env_remove("WORLD_STORE")
+        .output()
+        .unwrap();
     assert_eq!(no_store.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&no_store.stderr).starts_with("STOP fence=store reason=absent\n"));
 

@@ -34,7 +34,8 @@ fn mint_prints_the_credential_alone_and_its_id_on_stderr() {
     let run = run_attended(mint_command(&store, &[]), "y\n");
     assert!(run.status.success(), "{}", run.stderr);
     assert!(
-        run.terminal.contains("Confirm mint for episode ep1 (1 grant(s), expiry +3600s) with a session credential? [y/N] "),
+        run.terminal
+            .contains("Confirm mint for episode ep1 (1 grant(s), expiry +3600s) with a session credential? [y/N] "),
         "prompt: {:?}",
         run.terminal
     );
@@ -144,7 +145,12 @@ fn revoke_removes_a_session_and_refuses_an_unknown_one() {
     let token = world_tests::mint(&store, "ep1", &["world.apply=world:10"], 3600);
     let id = world_model::Credential::from_token(&token).unwrap().credential_id();
     let revoke = |target: &[&str]| {
-        Command::new(bin("world-core")).args(["session", "revoke", "--store"]).arg(&store).args(target).output().unwrap()
+        Command::new(bin("world-core"))
+            .args(["session", "revoke", "--store"])
+            .arg(&store)
+            .args(target)
+            .output()
+            .unwrap()
     };
     let output = revoke(&[&id]);
     assert!(output.status.success());

@@ -9,9 +9,9 @@ use tokio::signal::unix::{SignalKind, signal};
 use world_core::archive::Archive;
 use world_core::capsule::VerifiedInterpreter;
 use world_core::coordinator::Limits;
+use world_core::store::{LockMode, OpenMode, ServingLock};
 use world_core::subprocess::{self, Slots};
 use world_core::{Core, registry};
-use world_core::store::{LockMode, OpenMode, ServingLock};
 
 use super::{Failed, Outcome, open_store, parse_location};
 
@@ -49,7 +49,9 @@ pub async fn run(args: ServeArgs) -> Outcome {
     let slots = Slots::new(subprocess::DEFAULT_SLOTS);
     let interpreter = match &args.ailang_bin {
         None => {
-            tracing::warn!("serving without --ailang-bin: there is no coordinator; invocations answer \"not available\"");
+            tracing::warn!(
+                "serving without --ailang-bin: there is no coordinator; invocations answer \"not available\""
+            );
             None
         }
         Some(binary) => {

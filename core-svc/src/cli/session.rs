@@ -70,15 +70,12 @@ async fn mint(store: &str, episode: &str, grant_specs: &[String], ttl: i64, out:
         return Err(Failed::refused("--ttl must be non-negative"));
     }
     // Expiry is stamped at mint time below; parse only validates here.
-    let grants: Vec<Grant> = grant_specs
-        .iter()
-        .map(|spec| Grant::parse_cli(spec, 0))
-        .collect::<Result<_, _>>()
-        .map_err(Failed::refused)?;
-    if let Some(path) = &out {
-        if path.exists() {
-            return Err(Failed::refused(format!("refusing: --out {} already exists; choose a new file", path.display())));
-        }
+    let grants: Vec<Grant> =
+        grant_specs.iter().map(|spec| Grant::parse_cli(spec, 0)).collect::<Result<_, _>>().map_err(Failed::refused)?;
+    if let Some(path) = &out
+        && path.exists()
+    {
+        return Err(Failed::refused(format!("refusing: --out {} already exists; choose a new file", path.display())));
     }
     let location = parse_location(store)?;
     let store = open_store(&location, OpenMode::MustExist).await?;
@@ -145,7 +142,8 @@ async fn list(store: &str, episode: Option<&str>, json: bool) -> Outcome {
     }
     for row in &rows {
         let live = if now > row.expires_at { "expired" } else { "live" };
-        let grants: Vec<String> = decoded_grants(row).iter().map(|g| format!("{}={}:{}", g.effect, g.scope, g.budget)).collect();
+        let grants: Vec<String> =
+            decoded_grants(row).iter().map(|g| format!("{}={}:{}", g.effect, g.scope, g.budget)).collect();
         println!(
             "{}  {:<12} {:<7} expires {}  {}",
             row.credential_id,
@@ -178,10 +176,10 @@ fn session_json(row: &SessionRow, now: i64) -> serde_json::Value {
 
 async fn revoke(store_text: &str, credential_id: Option<String>, episode: Option<String>) -> Outcome {
     let location = parse_location(store_text)?;
-    if let Some(id) = &credential_id {
-        if id.len() != 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Failed::refused(format!("credential id {id:?} is not 64 hex characters")));
-        }
+    if let Some(id) = &credential_id
+        && (id.len() != 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err(Failed::refused(format!("credential id {id:?} is not 64 hex characters")));
     }
     let store = open_store(&location, OpenMode::MustExist).await?;
     let revoked = match (&credential_id, &episode) {

@@ -32,9 +32,10 @@ impl Admission for AdmissionService {
             })?;
             let now = crate::session::now_unix();
             let (head, surface) = match &current {
-                Some((head, revision)) => {
-                    (head.to_string(), registry::visible(revision, &session.grants, now).map(convert::descriptor).collect())
-                }
+                Some((head, revision)) => (
+                    head.to_string(),
+                    registry::visible(revision, &session.grants, now).map(convert::descriptor).collect(),
+                ),
                 None => (String::new(), Vec::new()),
             };
             Ok(pb::Admitted {

@@ -112,7 +112,9 @@ pub fn entry(entry: LogEntry) -> pb::LogEntry {
 
 /// A commit request's parts, parsed field by field in the reference's order
 /// so the first bad field is the one named.
-pub fn commit_parts(request: &pb::CommitRequest) -> Result<(Option<HashRef>, WorldRow, LogEntry, Vec<StoredObject>), Failure> {
+pub fn commit_parts(
+    request: &pb::CommitRequest,
+) -> Result<(Option<HashRef>, WorldRow, LogEntry, Vec<StoredObject>), Failure> {
     let observed = parse_optional_ref("observedHead", &request.observed_head)?;
     let missing = |field: &str| Failure::new(FailureCode::BadRequest, format!("{field}: missing"));
     let world = request.next_world.as_ref().ok_or_else(|| missing("nextWorld"))?;

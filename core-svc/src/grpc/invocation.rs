@@ -26,7 +26,9 @@ impl InvocationService {
         let surface = Surface::parse(&message.surface)
             .ok_or_else(|| Failure::new(FailureCode::InvalidParams, "surface must be a2a or mcp"))?;
         let Some(coordinator) = &self.core.coordinator else {
-            tracing::error!("{surface} refusal: invoke -: \"this core serves without --ailang-bin: there is no coordinator\"");
+            tracing::error!(
+                "{surface} refusal: invoke -: \"this core serves without --ailang-bin: there is no coordinator\""
+            );
             return Err(Failure::of(FailureCode::Unavailable));
         };
         let call = Call {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use tonic::Request;
 
 pub use admission::AdmissionService;
-pub use invocation::InvocationService;
 pub(crate) use convert::resolve_failure;
+pub use invocation::InvocationService;
 pub use store_api::StoreService;
 
 use crate::Core;

@@ -11,7 +11,9 @@ use std::time::Duration;
 use sqlx::Row;
 
 use super::journal::{self, IntentKey};
-use super::{Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, WorldRow, head, insert_object, set_head};
+use super::{
+    Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, WorldRow, head, insert_object, set_head,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -28,7 +30,7 @@ pub type Planner = Box<dyn FnOnce(&WorldRow) -> Commit + Send>;
 /// planned inside the transaction (invocations), which therefore never
 /// loses a race to another commit.
 enum Proposal {
-    Fixed(Commit),
+    Fixed(Box<Commit>),
     Planned { invocation_id: String, planner: Planner },
 }
 
@@ -37,7 +39,7 @@ impl Store {
     /// `budget` bounds the work before the durable step.
     pub async fn commit(&self, commit: Commit, budget: Duration) -> Result<Committed, StoreError> {
         validate(&commit)?;
-        self.run_commit(Proposal::Fixed(commit), budget).await.map(|(committed, _)| committed)
+        self.run_commit(Proposal::Fixed(Box::new(commit)), budget).await.map(|(committed, _)| committed)
     }
 
     /// Plans and commits the next entry on whatever head is selected when
@@ -80,7 +82,7 @@ impl Store {
         let mut tx = self.write_tx().await?;
         let planned = matches!(proposal, Proposal::Planned { .. });
         let commit = match proposal {
-            Proposal::Fixed(commit) => commit,
+            Proposal::Fixed(commit) => *commit,
             Proposal::Planned { invocation_id, planner } => {
                 let state = journal::state(&mut tx, &invocation_id).await?;
                 if let Some(result_ref) = state.outcome_ref {
@@ -219,10 +221,7 @@ fn validate(commit: &Commit) -> Result<(), StoreError> {
     if commit.next_world.revision != commit.entry.entry_index {
         return Err(StoreError::invalid(
             "nextWorld.revision",
-            format!(
-                "revision {} does not match entry index {}",
-                commit.next_world.revision, commit.entry.entry_index
-            ),
+            format!("revision {} does not match entry index {}", commit.next_world.revision, commit.entry.entry_index),
         ));
     }
     if commit.invocation_id.as_deref() == Some("") {

@@ -117,7 +117,11 @@ pub(super) async fn receipt(conn: &mut AnyConnection, invocation_id: &str) -> Re
     })
 }
 
-pub(super) async fn append_intent(conn: &mut AnyConnection, key: &IntentKey, logical_time: i64) -> Result<(), StoreError> {
+pub(super) async fn append_intent(
+    conn: &mut AnyConnection,
+    key: &IntentKey,
+    logical_time: i64,
+) -> Result<(), StoreError> {
     let object = key.object(logical_time);
     append(conn, "intent", &key.invocation_id, &object).await
 }
@@ -138,7 +142,12 @@ pub(super) async fn append_committed_outcome(
     append(conn, "outcome", invocation_id, &object).await
 }
 
-async fn append(conn: &mut AnyConnection, kind: &str, invocation_id: &str, object: &StoredObject) -> Result<(), StoreError> {
+async fn append(
+    conn: &mut AnyConnection,
+    kind: &str,
+    invocation_id: &str,
+    object: &StoredObject,
+) -> Result<(), StoreError> {
     let payload = object.verify("journal object")?;
     insert_object(&mut *conn, object, payload).await?;
     sqlx::query(

@@ -63,12 +63,7 @@ pub fn redact_url_password(url: &str) -> String {
     let Some(colon) = userinfo.find(':') else {
         return url.to_owned();
     };
-    format!(
-        "{}{}:***{}",
-        &url[..authority_start],
-        &userinfo[..colon],
-        &url[authority_start + at..]
-    )
+    format!("{}{}:***{}", &url[..authority_start], &userinfo[..colon], &url[authority_start + at..])
 }
 
 #[cfg(test)]

@@ -140,10 +140,7 @@ impl Store {
             Backend::Sqlite => Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?),
             Backend::Postgres => {
                 let mut tx = self.pool.begin().await?;
-                sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                    .bind(PG_WRITE_LOCK)
-                    .execute(&mut *tx)
-                    .await?;
+                sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(PG_WRITE_LOCK).execute(&mut *tx).await?;
                 Ok(tx)
             }
         }
@@ -204,10 +201,7 @@ impl Store {
     }
 
     pub async fn log_entry(&self, index: i64) -> Result<Option<LogEntry>, StoreError> {
-        let row = sqlx::query(select_entries!("WHERE entry_index = $1"))
-            .bind(index)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(select_entries!("WHERE entry_index = $1")).bind(index).fetch_optional(&self.pool).await?;
         row.map(|row| entry_from_row(&row)).transpose()
     }
 
@@ -218,10 +212,10 @@ impl Store {
             return Ok(Vec::new());
         };
         let rows = sqlx::query(select_entries!("WHERE entry_index >= $1 AND entry_index <= $2 ORDER BY entry_index"))
-        .bind(from)
-        .bind(last)
-        .fetch_all(&self.pool)
-        .await?;
+            .bind(from)
+            .bind(last)
+            .fetch_all(&self.pool)
+            .await?;
         let mut page = Vec::with_capacity(rows.len());
         for (expected, row) in (from..).zip(rows.iter()) {
             let entry = entry_from_row(row)?;
@@ -254,11 +248,7 @@ impl Store {
         let key = registry_key(name);
         let actual = head(&mut tx, &key).await?;
         if actual.as_ref() != expected {
-            return Err(StoreError::RegistryConflict {
-                name: name.to_owned(),
-                expected: expected.copied(),
-                actual,
-            });
+            return Err(StoreError::RegistryConflict { name: name.to_owned(), expected: expected.copied(), actual });
         }
         set_head(&mut tx, &key, next).await?;
         tx.commit().await?;
@@ -307,7 +297,11 @@ fn entry_from_row(row: &AnyRow) -> Result<LogEntry, StoreError> {
     })
 }
 
-async fn insert_object(conn: &mut sqlx::AnyConnection, object: &StoredObject, payload: &[u8]) -> Result<(), StoreError> {
+async fn insert_object(
+    conn: &mut sqlx::AnyConnection,
+    object: &StoredObject,
+    payload: &[u8],
+) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO objects (hash, interface_hash, semantic_id, provenance, payload) \
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hash) DO NOTHING",

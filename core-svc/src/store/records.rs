@@ -30,10 +30,7 @@ impl StoredObject {
 
     /// Checks that the payload is present and hashes to `hash`.
     pub fn verify(&self, field: &str) -> Result<&[u8], StoreError> {
-        let payload = self
-            .payload
-            .as_deref()
-            .ok_or_else(|| StoreError::invalid(field, "object payload is missing"))?;
+        let payload = self.payload.as_deref().ok_or_else(|| StoreError::invalid(field, "object payload is missing"))?;
         let actual = HashRef::of(payload);
         if actual != self.hash {
             return Err(StoreError::invalid(

@@ -25,7 +25,11 @@ pub const SCHEMA_VERSION: i64 = 1;
 pub(super) async fn migrate(conn: &mut AnyConnection, backend: Backend, location: &str) -> Result<(), StoreError> {
     let current = current_version(conn, backend, location).await?;
     if current > SCHEMA_VERSION {
-        return Err(StoreError::FutureSchema { location: location.to_owned(), found: current, supported: SCHEMA_VERSION });
+        return Err(StoreError::FutureSchema {
+            location: location.to_owned(),
+            found: current,
+            supported: SCHEMA_VERSION,
+        });
     }
     if current == 0 {
         sqlx::raw_sql("CREATE TABLE world_schema (version BIGINT NOT NULL)").execute(&mut *conn).await?;
@@ -37,10 +41,7 @@ pub(super) async fn migrate(conn: &mut AnyConnection, backend: Backend, location
             Backend::Postgres => migration.postgres,
         };
         sqlx::raw_sql(script).execute(&mut *conn).await?;
-        sqlx::query("UPDATE world_schema SET version = $1")
-            .bind(migration.version)
-            .execute(&mut *conn)
-            .await?;
+        sqlx::query("UPDATE world_schema SET version = $1").bind(migration.version).execute(&mut *conn).await?;
     }
     Ok(())
 }

@@ -28,22 +28,13 @@ pub enum CanonicalError {
     #[error("canonical JSON: invalid UTF-8 at byte {offset}")]
     InvalidUtf8 { offset: usize },
     #[error("canonical JSON: unexpected end of input at byte {offset}; expected {expected}")]
-    UnexpectedEnd {
-        offset: usize,
-        expected: &'static str,
-    },
+    UnexpectedEnd { offset: usize, expected: &'static str },
     #[error(
         "canonical JSON: unexpected {} at byte {offset}; expected {expected}",
         go_quote(&.found.to_string())
     )]
-    UnexpectedCharacter {
-        offset: usize,
-        found: char,
-        expected: &'static str,
-    },
-    #[error(
-        "canonical JSON: more data after the value at byte {offset}; exactly one JSON value is allowed"
-    )]
+    UnexpectedCharacter { offset: usize, found: char, expected: &'static str },
+    #[error("canonical JSON: more data after the value at byte {offset}; exactly one JSON value is allowed")]
     TrailingData { offset: usize },
     #[error(
         "canonical JSON: raw control character U+{code:04X} in a string at byte {offset}; control characters must be escaped"
@@ -63,17 +54,11 @@ pub enum CanonicalError {
     TooDeep { offset: usize, max: usize },
     #[error("canonical JSON: invalid number at byte {offset}: {reason}")]
     InvalidNumber { offset: usize, reason: &'static str },
-    #[error(
-        "canonical JSON: number at byte {offset} has an exponent beyond ±10000; write it in plain form"
-    )]
+    #[error("canonical JSON: number at byte {offset} has an exponent beyond ±10000; write it in plain form")]
     ExponentOutOfRange { offset: usize },
-    #[error(
-        "canonical JSON: number at byte {offset} has {digits} significant digits; at most 1024 are allowed"
-    )]
+    #[error("canonical JSON: number at byte {offset} has {digits} significant digits; at most 1024 are allowed")]
     TooManyDigits { offset: usize, digits: usize },
-    #[error(
-        "canonical JSON: number at byte {offset} normalises to {len} bytes; at most 16384 are allowed"
-    )]
+    #[error("canonical JSON: number at byte {offset} normalises to {len} bytes; at most 16384 are allowed")]
     NumberTooLong { offset: usize, len: usize },
 }
 
@@ -93,14 +78,9 @@ pub enum SourceCanonError {
 /// normalised plain decimal. `max_raw` caps the input length (callers pass their limit).
 pub fn canonicalize(raw: &[u8], max_raw: usize) -> Result<Vec<u8>, CanonicalError> {
     if raw.len() > max_raw {
-        return Err(CanonicalError::TooLarge {
-            len: raw.len(),
-            max: max_raw,
-        });
+        return Err(CanonicalError::TooLarge { len: raw.len(), max: max_raw });
     }
-    let text = std::str::from_utf8(raw).map_err(|e| CanonicalError::InvalidUtf8 {
-        offset: e.valid_up_to(),
-    })?;
+    let text = std::str::from_utf8(raw).map_err(|e| CanonicalError::InvalidUtf8 { offset: e.valid_up_to() })?;
     Parser { text, pos: 0 }.document()
 }
 
@@ -113,9 +93,7 @@ pub fn canonical_value(value: &serde_json::Value) -> Vec<u8> {
 }
 
 /// The canonical encoding of anything serde can turn into a `serde_json::Value`.
-pub fn canonical_json<T: serde::Serialize + ?Sized>(
-    value: &T,
-) -> Result<Vec<u8>, serde_json::Error> {
+pub fn canonical_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
     Ok(canonical_value(&serde_json::to_value(value)?))
 }
 
@@ -194,10 +172,7 @@ enum Frame {
     /// Canonical bytes so far, starting with `[`.
     Array { out: Vec<u8>, empty: bool },
     /// Members so far (canonical value bytes by name) and the name awaiting its value.
-    Object {
-        members: BTreeMap<String, Vec<u8>>,
-        pending: String,
-    },
+    Object { members: BTreeMap<String, Vec<u8>>, pending: String },
 }
 
 struct Parser<'a> {
@@ -222,15 +197,8 @@ impl Parser<'_> {
 
     fn unexpected(&self, expected: &'static str) -> CanonicalError {
         match self.text[self.pos..].chars().next() {
-            Some(found) => CanonicalError::UnexpectedCharacter {
-                offset: self.pos,
-                found,
-                expected,
-            },
-            None => CanonicalError::UnexpectedEnd {
-                offset: self.pos,
-                expected,
-            },
+            Some(found) => CanonicalError::UnexpectedCharacter { offset: self.pos, found, expected },
+            None => CanonicalError::UnexpectedEnd { offset: self.pos, expected },
         }
     }
 
@@ -248,10 +216,7 @@ impl Parser<'_> {
                         self.pos += 1;
                         b"[]".to_vec()
                     } else {
-                        stack.push(Frame::Array {
-                            out: vec![b'['],
-                            empty: true,
-                        });
+                        stack.push(Frame::Array { out: vec![b'['], empty: true });
                         continue;
                     }
                 }
@@ -346,19 +311,13 @@ impl Parser<'_> {
 
     fn enter(&self, stack: &[Frame]) -> Result<(), CanonicalError> {
         if stack.len() >= MAX_NESTING {
-            return Err(CanonicalError::TooDeep {
-                offset: self.pos,
-                max: MAX_NESTING,
-            });
+            return Err(CanonicalError::TooDeep { offset: self.pos, max: MAX_NESTING });
         }
         Ok(())
     }
 
     /// Reads `"name"` and the `:` after it, refusing a name the object already has.
-    fn member_name(
-        &mut self,
-        members: &mut BTreeMap<String, Vec<u8>>,
-    ) -> Result<String, CanonicalError> {
+    fn member_name(&mut self, members: &mut BTreeMap<String, Vec<u8>>) -> Result<String, CanonicalError> {
         if self.peek() != Some(b'"') {
             return Err(self.unexpected("a member name string"));
         }
@@ -393,10 +352,7 @@ impl Parser<'_> {
         let mut run_start = self.pos;
         loop {
             let Some(b) = self.peek() else {
-                return Err(CanonicalError::UnexpectedEnd {
-                    offset: self.pos,
-                    expected: "'\"' closing a string",
-                });
+                return Err(CanonicalError::UnexpectedEnd { offset: self.pos, expected: "'\"' closing a string" });
             };
             match b {
                 b'"' => {
@@ -410,10 +366,7 @@ impl Parser<'_> {
                     run_start = self.pos;
                 }
                 0x00..=0x1f => {
-                    return Err(CanonicalError::ControlCharacter {
-                        offset: self.pos,
-                        code: b,
-                    });
+                    return Err(CanonicalError::ControlCharacter { offset: self.pos, code: b });
                 }
                 // Multi-byte UTF-8 never contains bytes below 0x80 that matter here, so a
                 // byte-wise scan keeps `run_start..pos` on character boundaries.
@@ -440,21 +393,15 @@ impl Parser<'_> {
                     .get(offset + 2..offset + 6)
                     .filter(|digits| digits.iter().all(u8::is_ascii_hexdigit))
                     .ok_or(CanonicalError::InvalidEscape { offset })?;
-                let code = hex
-                    .iter()
-                    .fold(0u16, |acc, &d| acc * 16 + hex_value(d) as u16);
+                let code = hex.iter().fold(0u16, |acc, &d| acc * 16 + hex_value(d) as u16);
                 if (0xd800..=0xdfff).contains(&code) {
                     return Err(CanonicalError::EscapedSurrogate { offset, code });
                 }
                 self.pos = offset + 6;
-                return char::from_u32(u32::from(code))
-                    .ok_or(CanonicalError::InvalidEscape { offset });
+                return char::from_u32(u32::from(code)).ok_or(CanonicalError::InvalidEscape { offset });
             }
             None => {
-                return Err(CanonicalError::UnexpectedEnd {
-                    offset: offset + 1,
-                    expected: "an escape character",
-                });
+                return Err(CanonicalError::UnexpectedEnd { offset: offset + 1, expected: "an escape character" });
             }
             Some(_) => return Err(CanonicalError::InvalidEscape { offset }),
         };
@@ -495,21 +442,13 @@ fn encode_object(members: BTreeMap<String, Vec<u8>>) -> Vec<u8> {
 /// Parses the JSON number starting at `start` and returns where it ends and its normalised
 /// plain-decimal text.
 fn normalize_number(bytes: &[u8], start: usize) -> Result<(usize, String), CanonicalError> {
-    let invalid = |reason| CanonicalError::InvalidNumber {
-        offset: start,
-        reason,
-    };
+    let invalid = |reason| CanonicalError::InvalidNumber { offset: start, reason };
     let mut pos = start;
     let negative = bytes.get(pos) == Some(&b'-');
     if negative {
         pos += 1;
     }
-    let digits_while = |from: usize| {
-        bytes[from..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count()
-    };
+    let digits_while = |from: usize| bytes[from..].iter().take_while(|b| b.is_ascii_digit()).count();
     let int_len = digits_while(pos);
     if int_len == 0 {
         return Err(invalid("expected a digit"));
@@ -549,18 +488,12 @@ fn normalize_number(bytes: &[u8], start: usize) -> Result<(usize, String), Canon
         }
         let mut magnitude: u32 = 0;
         for &d in &bytes[pos..pos + exp_len] {
-            magnitude = magnitude
-                .saturating_mul(10)
-                .saturating_add(u32::from(d - b'0'));
+            magnitude = magnitude.saturating_mul(10).saturating_add(u32::from(d - b'0'));
         }
         if magnitude > MAX_EXPONENT {
             return Err(CanonicalError::ExponentOutOfRange { offset: start });
         }
-        exponent = if exponent_negative {
-            -i64::from(magnitude)
-        } else {
-            i64::from(magnitude)
-        };
+        exponent = if exponent_negative { -i64::from(magnitude) } else { i64::from(magnitude) };
         pos += exp_len;
     }
 
@@ -580,10 +513,7 @@ fn normalize_number(bytes: &[u8], start: usize) -> Result<(usize, String), Canon
     // The coefficient cap counts significant digits. Counting digits as written would refuse
     // our own output (`1e2000` normalises to 2001 written digits), breaking idempotence.
     if digits.len() > MAX_COEFFICIENT_DIGITS {
-        return Err(CanonicalError::TooManyDigits {
-            offset: start,
-            digits: digits.len(),
-        });
+        return Err(CanonicalError::TooManyDigits { offset: start, digits: digits.len() });
     }
     let digit_count = digits.len() as i64;
     let point = digit_count + scale;
@@ -626,9 +556,7 @@ pub fn canonical_source(text: &[u8]) -> Result<Vec<u8>, SourceCanonError> {
     if text.starts_with(&[0xef, 0xbb, 0xbf]) {
         return Err(SourceCanonError::ByteOrderMark);
     }
-    std::str::from_utf8(text).map_err(|e| SourceCanonError::InvalidUtf8 {
-        offset: e.valid_up_to(),
-    })?;
+    std::str::from_utf8(text).map_err(|e| SourceCanonError::InvalidUtf8 { offset: e.valid_up_to() })?;
     if let Some(offset) = text.iter().position(|&b| b == 0) {
         return Err(SourceCanonError::Nul { offset });
     }
@@ -644,11 +572,7 @@ pub fn canonical_source(text: &[u8]) -> Result<Vec<u8>, SourceCanonError> {
             }
             b'\r' => {
                 lines.push(&text[start..pos]);
-                pos += if text.get(pos + 1) == Some(&b'\n') {
-                    2
-                } else {
-                    1
-                };
+                pos += if text.get(pos + 1) == Some(&b'\n') { 2 } else { 1 };
                 start = pos;
             }
             _ => pos += 1,
@@ -658,12 +582,7 @@ pub fn canonical_source(text: &[u8]) -> Result<Vec<u8>, SourceCanonError> {
     let mut stripped: Vec<&[u8]> = lines
         .into_iter()
         .map(|line| {
-            let keep = line.len()
-                - line
-                    .iter()
-                    .rev()
-                    .take_while(|&&b| b == b' ' || b == b'\t')
-                    .count();
+            let keep = line.len() - line.iter().rev().take_while(|&&b| b == b' ' || b == b'\t').count();
             &line[..keep]
         })
         .collect();
@@ -711,10 +630,7 @@ mod tests {
             ("100", "100"),
             ("100e-2", "1"),
             ("1.000000000000000000001", "1.000000000000000000001"),
-            (
-                "123456789012345678901234567890",
-                "123456789012345678901234567890",
-            ),
+            ("123456789012345678901234567890", "123456789012345678901234567890"),
             ("9007199254740993", "9007199254740993"),
             ("0.1e1", "1"),
             ("10.0e-1", "1"),
@@ -740,83 +656,21 @@ mod tests {
         let max_digits = "1".repeat(1024);
         assert_eq!(canon(&max_digits).unwrap(), max_digits);
         let table: Vec<(String, CanonicalError)> = vec![
-            (
-                "1e10001".into(),
-                CanonicalError::ExponentOutOfRange { offset: 0 },
-            ),
-            (
-                "1e-10001".into(),
-                CanonicalError::ExponentOutOfRange { offset: 0 },
-            ),
-            (
-                "[0e99999999999999999999]".into(),
-                CanonicalError::ExponentOutOfRange { offset: 1 },
-            ),
-            (
-                many_digits.clone(),
-                CanonicalError::TooManyDigits {
-                    offset: 0,
-                    digits: 1025,
-                },
-            ),
-            (
-                format!("-0.00{many_digits}000e5"),
-                CanonicalError::TooManyDigits {
-                    offset: 0,
-                    digits: 1025,
-                },
-            ),
-            (
-                "01".into(),
-                CanonicalError::InvalidNumber {
-                    offset: 0,
-                    reason: "leading zeros are not allowed",
-                },
-            ),
-            (
-                "-".into(),
-                CanonicalError::InvalidNumber {
-                    offset: 0,
-                    reason: "expected a digit",
-                },
-            ),
+            ("1e10001".into(), CanonicalError::ExponentOutOfRange { offset: 0 }),
+            ("1e-10001".into(), CanonicalError::ExponentOutOfRange { offset: 0 }),
+            ("[0e99999999999999999999]".into(), CanonicalError::ExponentOutOfRange { offset: 1 }),
+            (many_digits.clone(), CanonicalError::TooManyDigits { offset: 0, digits: 1025 }),
+            (format!("-0.00{many_digits}000e5"), CanonicalError::TooManyDigits { offset: 0, digits: 1025 }),
+            ("01".into(), CanonicalError::InvalidNumber { offset: 0, reason: "leading zeros are not allowed" }),
+            ("-".into(), CanonicalError::InvalidNumber { offset: 0, reason: "expected a digit" }),
             (
                 "1.".into(),
-                CanonicalError::InvalidNumber {
-                    offset: 0,
-                    reason: "expected a digit after the decimal point",
-                },
+                CanonicalError::InvalidNumber { offset: 0, reason: "expected a digit after the decimal point" },
             ),
-            (
-                "1e".into(),
-                CanonicalError::InvalidNumber {
-                    offset: 0,
-                    reason: "expected a digit in the exponent",
-                },
-            ),
-            (
-                "1e+".into(),
-                CanonicalError::InvalidNumber {
-                    offset: 0,
-                    reason: "expected a digit in the exponent",
-                },
-            ),
-            (
-                "+1".into(),
-                CanonicalError::UnexpectedCharacter {
-                    offset: 0,
-                    found: '+',
-                    expected: "a JSON value",
-                },
-            ),
-            (
-                ".5".into(),
-                CanonicalError::UnexpectedCharacter {
-                    offset: 0,
-                    found: '.',
-                    expected: "a JSON value",
-                },
-            ),
+            ("1e".into(), CanonicalError::InvalidNumber { offset: 0, reason: "expected a digit in the exponent" }),
+            ("1e+".into(), CanonicalError::InvalidNumber { offset: 0, reason: "expected a digit in the exponent" }),
+            ("+1".into(), CanonicalError::UnexpectedCharacter { offset: 0, found: '+', expected: "a JSON value" }),
+            (".5".into(), CanonicalError::UnexpectedCharacter { offset: 0, found: '.', expected: "a JSON value" }),
             ("0x1".into(), CanonicalError::TrailingData { offset: 1 }),
         ];
         for (input, want) in table {
@@ -835,27 +689,18 @@ mod tests {
         assert_eq!(canon(&format!("1{zeros}")).unwrap().len(), MAX_NUMBER_BYTES);
         assert_eq!(
             canon(&format!("-1{zeros}")).unwrap_err(),
-            CanonicalError::NumberTooLong {
-                offset: 0,
-                len: MAX_NUMBER_BYTES + 1
-            }
+            CanonicalError::NumberTooLong { offset: 0, len: MAX_NUMBER_BYTES + 1 }
         );
         assert_eq!(
             canon(&format!("[1{zeros}e1]")).unwrap_err(),
-            CanonicalError::NumberTooLong {
-                offset: 1,
-                len: MAX_NUMBER_BYTES + 1
-            }
+            CanonicalError::NumberTooLong { offset: 1, len: MAX_NUMBER_BYTES + 1 }
         );
     }
 
     #[test]
     fn structure_and_whitespace() {
         let table = [
-            (
-                " {\"b\" : 1 ,\n\t\"a\":[ 1 , 2 ] } \r\n",
-                r#"{"a":[1,2],"b":1}"#,
-            ),
+            (" {\"b\" : 1 ,\n\t\"a\":[ 1 , 2 ] } \r\n", r#"{"a":[1,2],"b":1}"#),
             ("[]", "[]"),
             ("{}", "{}"),
             ("[ ]", "[]"),
@@ -865,16 +710,10 @@ mod tests {
             ("false", "false"),
             ("null", "null"),
             ("[true,false,null]", "[true,false,null]"),
-            (
-                r#"{"b":{"d":1,"c":2},"a":0}"#,
-                r#"{"a":0,"b":{"c":2,"d":1}}"#,
-            ),
+            (r#"{"b":{"d":1,"c":2},"a":0}"#, r#"{"a":0,"b":{"c":2,"d":1}}"#),
             // Byte order of names: uppercase before lowercase, shorter prefix first, UTF-8
             // multibyte after ASCII.
-            (
-                r#"{"é":1,"b":2,"B":3,"ba":4,"":5}"#,
-                r#"{"":5,"B":3,"b":2,"ba":4,"é":1}"#,
-            ),
+            (r#"{"é":1,"b":2,"B":3,"ba":4,"":5}"#, r#"{"":5,"B":3,"b":2,"ba":4,"é":1}"#),
             (r#"{"\u00e9":1,"z":2}"#, r#"{"z":2,"é":1}"#),
         ];
         for (input, want) in table {
@@ -905,212 +744,73 @@ mod tests {
     #[test]
     fn refusals_name_the_rule_and_offset() {
         let table: Vec<(&[u8], CanonicalError)> = vec![
-            (
-                b"",
-                CanonicalError::UnexpectedEnd {
-                    offset: 0,
-                    expected: "a JSON value",
-                },
-            ),
-            (
-                b"   ",
-                CanonicalError::UnexpectedEnd {
-                    offset: 3,
-                    expected: "a JSON value",
-                },
-            ),
+            (b"", CanonicalError::UnexpectedEnd { offset: 0, expected: "a JSON value" }),
+            (b"   ", CanonicalError::UnexpectedEnd { offset: 3, expected: "a JSON value" }),
             (b"1 2", CanonicalError::TrailingData { offset: 2 }),
             (b"{} {}", CanonicalError::TrailingData { offset: 3 }),
             (b"\"a\"x", CanonicalError::TrailingData { offset: 3 }),
             (b"[1\xff]", CanonicalError::InvalidUtf8 { offset: 2 }),
             (b"\"\xc3\"", CanonicalError::InvalidUtf8 { offset: 1 }),
-            (
-                br#""\ud83d\ude00""#,
-                CanonicalError::EscapedSurrogate {
-                    offset: 1,
-                    code: 0xd83d,
-                },
-            ),
-            (
-                br#"["x\uDFFF"]"#,
-                CanonicalError::EscapedSurrogate {
-                    offset: 3,
-                    code: 0xdfff,
-                },
-            ),
-            (
-                br#"{"a":1,"a":2}"#,
-                CanonicalError::DuplicateKey {
-                    offset: 7,
-                    key: "a".into(),
-                },
-            ),
-            (
-                br#"{"a":1,"\u0061":2}"#,
-                CanonicalError::DuplicateKey {
-                    offset: 7,
-                    key: "a".into(),
-                },
-            ),
-            (
-                b"\"a\nb\"",
-                CanonicalError::ControlCharacter {
-                    offset: 2,
-                    code: b'\n',
-                },
-            ),
+            (br#""\ud83d\ude00""#, CanonicalError::EscapedSurrogate { offset: 1, code: 0xd83d }),
+            (br#"["x\uDFFF"]"#, CanonicalError::EscapedSurrogate { offset: 3, code: 0xdfff }),
+            (br#"{"a":1,"a":2}"#, CanonicalError::DuplicateKey { offset: 7, key: "a".into() }),
+            (br#"{"a":1,"\u0061":2}"#, CanonicalError::DuplicateKey { offset: 7, key: "a".into() }),
+            (b"\"a\nb\"", CanonicalError::ControlCharacter { offset: 2, code: b'\n' }),
             (b"\"\\x\"", CanonicalError::InvalidEscape { offset: 1 }),
             (b"\"\\u12\"", CanonicalError::InvalidEscape { offset: 1 }),
             (b"\"\\u12g4\"", CanonicalError::InvalidEscape { offset: 1 }),
-            (
-                b"\"abc",
-                CanonicalError::UnexpectedEnd {
-                    offset: 4,
-                    expected: "'\"' closing a string",
-                },
-            ),
-            (
-                b"\"\\",
-                CanonicalError::UnexpectedEnd {
-                    offset: 2,
-                    expected: "an escape character",
-                },
-            ),
-            (
-                b"[1,]",
-                CanonicalError::UnexpectedCharacter {
-                    offset: 3,
-                    found: ']',
-                    expected: "a JSON value",
-                },
-            ),
+            (b"\"abc", CanonicalError::UnexpectedEnd { offset: 4, expected: "'\"' closing a string" }),
+            (b"\"\\", CanonicalError::UnexpectedEnd { offset: 2, expected: "an escape character" }),
+            (b"[1,]", CanonicalError::UnexpectedCharacter { offset: 3, found: ']', expected: "a JSON value" }),
             (
                 b"[1 2]",
-                CanonicalError::UnexpectedCharacter {
-                    offset: 3,
-                    found: '2',
-                    expected: "',' or ']' in an array",
-                },
+                CanonicalError::UnexpectedCharacter { offset: 3, found: '2', expected: "',' or ']' in an array" },
             ),
             (
                 b"{\"a\" 1}",
-                CanonicalError::UnexpectedCharacter {
-                    offset: 5,
-                    found: '1',
-                    expected: "':' after a member name",
-                },
+                CanonicalError::UnexpectedCharacter { offset: 5, found: '1', expected: "':' after a member name" },
             ),
             (
                 b"{\"a\":1,}",
-                CanonicalError::UnexpectedCharacter {
-                    offset: 7,
-                    found: '}',
-                    expected: "a member name string",
-                },
+                CanonicalError::UnexpectedCharacter { offset: 7, found: '}', expected: "a member name string" },
             ),
-            (
-                b"{1:2}",
-                CanonicalError::UnexpectedCharacter {
-                    offset: 1,
-                    found: '1',
-                    expected: "a member name string",
-                },
-            ),
+            (b"{1:2}", CanonicalError::UnexpectedCharacter { offset: 1, found: '1', expected: "a member name string" }),
             (
                 b"{\"a\":1 \"b\":2}",
-                CanonicalError::UnexpectedCharacter {
-                    offset: 7,
-                    found: '"',
-                    expected: "',' or '}' in an object",
-                },
+                CanonicalError::UnexpectedCharacter { offset: 7, found: '"', expected: "',' or '}' in an object" },
             ),
-            (
-                b"[",
-                CanonicalError::UnexpectedEnd {
-                    offset: 1,
-                    expected: "a JSON value",
-                },
-            ),
-            (
-                b"tru",
-                CanonicalError::UnexpectedEnd {
-                    offset: 3,
-                    expected: "true",
-                },
-            ),
-            (
-                b"nul1",
-                CanonicalError::UnexpectedCharacter {
-                    offset: 3,
-                    found: '1',
-                    expected: "null",
-                },
-            ),
+            (b"[", CanonicalError::UnexpectedEnd { offset: 1, expected: "a JSON value" }),
+            (b"tru", CanonicalError::UnexpectedEnd { offset: 3, expected: "true" }),
+            (b"nul1", CanonicalError::UnexpectedCharacter { offset: 3, found: '1', expected: "null" }),
             (
                 "\u{feff}1".as_bytes(),
-                CanonicalError::UnexpectedCharacter {
-                    offset: 0,
-                    found: '\u{feff}',
-                    expected: "a JSON value",
-                },
+                CanonicalError::UnexpectedCharacter { offset: 0, found: '\u{feff}', expected: "a JSON value" },
             ),
-            (
-                b"\x0c1",
-                CanonicalError::UnexpectedCharacter {
-                    offset: 0,
-                    found: '\u{0c}',
-                    expected: "a JSON value",
-                },
-            ),
+            (b"\x0c1", CanonicalError::UnexpectedCharacter { offset: 0, found: '\u{0c}', expected: "a JSON value" }),
         ];
         for (input, want) in table {
-            assert_eq!(
-                canonicalize(input, CAP).unwrap_err(),
-                want,
-                "input {:?}",
-                String::from_utf8_lossy(input)
-            );
+            assert_eq!(canonicalize(input, CAP).unwrap_err(), want, "input {:?}", String::from_utf8_lossy(input));
         }
     }
 
     #[test]
     fn error_messages_are_actionable() {
         let table: &[(&[u8], usize, &str)] = &[
-            (
-                b"[1]",
-                2,
-                "canonical JSON: input is 3 bytes; at most 2 are allowed here",
-            ),
-            (
-                br#"{"a":1,"a":2}"#,
-                CAP,
-                r#"canonical JSON: duplicate object member name "a" at byte 7"#,
-            ),
+            (b"[1]", 2, "canonical JSON: input is 3 bytes; at most 2 are allowed here"),
+            (br#"{"a":1,"a":2}"#, CAP, r#"canonical JSON: duplicate object member name "a" at byte 7"#),
             (
                 br#""\ud83d\ude00""#,
                 CAP,
                 r"canonical JSON: escaped surrogate \ud83d at byte 1; surrogate escapes are refused even in valid pairs, write the character as raw UTF-8",
             ),
-            (
-                b"1 2",
-                CAP,
-                "canonical JSON: more data after the value at byte 2; exactly one JSON value is allowed",
-            ),
+            (b"1 2", CAP, "canonical JSON: more data after the value at byte 2; exactly one JSON value is allowed"),
             (
                 b"\"\t\"",
                 CAP,
                 "canonical JSON: raw control character U+0009 in a string at byte 1; control characters must be escaped",
             ),
-            (
-                b"[1 2]",
-                CAP,
-                r#"canonical JSON: unexpected "2" at byte 3; expected ',' or ']' in an array"#,
-            ),
-            (
-                b"1e10001",
-                CAP,
-                "canonical JSON: number at byte 0 has an exponent beyond ±10000; write it in plain form",
-            ),
+            (b"[1 2]", CAP, r#"canonical JSON: unexpected "2" at byte 3; expected ',' or ']' in an array"#),
+            (b"1e10001", CAP, "canonical JSON: number at byte 0 has an exponent beyond ±10000; write it in plain form"),
         ];
         for (input, cap, want) in table {
             assert_eq!(canonicalize(input, *cap).unwrap_err().to_string(), *want);
@@ -1123,13 +823,7 @@ mod tests {
         let ok = "[".repeat(MAX_NESTING) + &"]".repeat(MAX_NESTING);
         assert_eq!(canon(&ok).unwrap(), ok);
         let deep = "[".repeat(MAX_NESTING + 1) + &"]".repeat(MAX_NESTING + 1);
-        assert_eq!(
-            canon(&deep).unwrap_err(),
-            CanonicalError::TooDeep {
-                offset: MAX_NESTING,
-                max: MAX_NESTING
-            }
-        );
+        assert_eq!(canon(&deep).unwrap_err(), CanonicalError::TooDeep { offset: MAX_NESTING, max: MAX_NESTING });
         let hostile = "[{\"a\":".repeat(100_000);
         let err = canon(&hostile).unwrap_err();
         assert!(matches!(err, CanonicalError::TooDeep { .. }), "{err:?}");
@@ -1149,14 +843,8 @@ mod tests {
         let from_text = canonicalize(&serde_json::to_vec(&value).unwrap(), CAP).unwrap();
         assert_eq!(from_value, from_text);
         let text = String::from_utf8(from_value).unwrap();
-        assert!(
-            text.starts_with(r#"{"":{},"B":[],"a":{"x":true,"y":null,"é":"<"#),
-            "{text}"
-        );
-        assert!(
-            text.contains(r#",0.000001,0.0000001,0,18446744073709551615,-9223372036854775808]"#),
-            "{text}"
-        );
+        assert!(text.starts_with(r#"{"":{},"B":[],"a":{"x":true,"y":null,"é":"<"#), "{text}");
+        assert!(text.contains(r#",0.000001,0.0000001,0,18446744073709551615,-9223372036854775808]"#), "{text}");
         assert!(text.contains(&format!(",1{},", "0".repeat(300))), "{text}");
     }
 
@@ -1168,16 +856,8 @@ mod tests {
             effect: &'static str,
             cost: i64,
         }
-        let bytes = canonical_json(&Access {
-            scope: "worktree",
-            effect: "Workspace.Read",
-            cost: 1,
-        })
-        .unwrap();
-        assert_eq!(
-            bytes,
-            br#"{"cost":1,"effect":"Workspace.Read","scope":"worktree"}"#
-        );
+        let bytes = canonical_json(&Access { scope: "worktree", effect: "Workspace.Read", cost: 1 }).unwrap();
+        assert_eq!(bytes, br#"{"cost":1,"effect":"Workspace.Read","scope":"worktree"}"#);
     }
 
     #[test]
@@ -1212,11 +892,7 @@ mod tests {
                 SourceCanonError::ByteOrderMark,
                 "canonical source: starts with a UTF-8 byte order mark at byte 0; remove it",
             ),
-            (
-                b"ab\xffc",
-                SourceCanonError::InvalidUtf8 { offset: 2 },
-                "canonical source: invalid UTF-8 at byte 2",
-            ),
+            (b"ab\xffc", SourceCanonError::InvalidUtf8 { offset: 2 }, "canonical source: invalid UTF-8 at byte 2"),
             (
                 b"abc\0",
                 SourceCanonError::Nul { offset: 3 },
@@ -1229,10 +905,7 @@ mod tests {
             assert_eq!(err.to_string(), *message);
         }
         // A BOM later in the file is ordinary text.
-        assert_eq!(
-            canonical_source("a\u{feff}".as_bytes()).unwrap(),
-            "a\u{feff}\n".as_bytes()
-        );
+        assert_eq!(canonical_source("a\u{feff}".as_bytes()).unwrap(), "a\u{feff}\n".as_bytes());
     }
 
     fn json_value() -> impl Strategy<Value = serde_json::Value> {
@@ -1242,9 +915,7 @@ mod tests {
             any::<bool>().prop_map(Value::Bool),
             any::<i64>().prop_map(Value::from),
             any::<u64>().prop_map(Value::from),
-            any::<f64>()
-                .prop_filter("finite", |f| f.is_finite())
-                .prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
             "\\PC{0,8}".prop_map(Value::String),
             "[\\x00-\\x7f]{0,8}".prop_map(Value::String),
         ];

@@ -21,9 +21,7 @@ impl Credential {
     /// Checks a bare token (64 hex digits of either case) without the `Bearer` prefix.
     pub fn from_token(token: &str) -> Result<Credential, SessionDenial> {
         if token.len() == TOKEN_HEX_LEN && token.bytes().all(|b| b.is_ascii_hexdigit()) {
-            Ok(Credential {
-                token: token.to_owned(),
-            })
+            Ok(Credential { token: token.to_owned() })
         } else {
             Err(SessionDenial::Malformed)
         }
@@ -48,9 +46,7 @@ impl Credential {
 // The token is a secret; Debug output (logs, panics) shows only its id.
 impl fmt::Debug for Credential {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credential")
-            .field("credential_id", &self.credential_id())
-            .finish()
+        f.debug_struct("Credential").field("credential_id", &self.credential_id()).finish()
     }
 }
 
@@ -68,31 +64,21 @@ pub enum SessionDenial {
 }
 
 impl SessionDenial {
-    pub const ALL: [SessionDenial; 4] = [
-        SessionDenial::Absent,
-        SessionDenial::Malformed,
-        SessionDenial::Unknown,
-        SessionDenial::Expired,
-    ];
+    pub const ALL: [SessionDenial; 4] =
+        [SessionDenial::Absent, SessionDenial::Malformed, SessionDenial::Unknown, SessionDenial::Expired];
 
     /// REST envelope (`/v1` and the agent card): HTTP status, class, message.
     pub fn rest(&self) -> (u16, &'static str, &'static str) {
         match self {
-            SessionDenial::Absent => (
-                401,
-                "SessionAbsent",
-                "a session credential is required: no Authorization Bearer header was present",
-            ),
-            SessionDenial::Malformed => (
-                400,
-                "InvalidSession",
-                "malformed Authorization header: expected a Bearer <64-hex-credential>",
-            ),
-            SessionDenial::Unknown => (
-                401,
-                "SessionUnknown",
-                "unknown session credential: no session matches this token",
-            ),
+            SessionDenial::Absent => {
+                (401, "SessionAbsent", "a session credential is required: no Authorization Bearer header was present")
+            }
+            SessionDenial::Malformed => {
+                (400, "InvalidSession", "malformed Authorization header: expected a Bearer <64-hex-credential>")
+            }
+            SessionDenial::Unknown => {
+                (401, "SessionUnknown", "unknown session credential: no session matches this token")
+            }
             SessionDenial::Expired => (401, "SessionExpired", "session credential has expired"),
         }
     }
@@ -100,12 +86,8 @@ impl SessionDenial {
     /// The A2A / MCP message (MCP sends it as the text/plain 401 body plus a newline).
     pub fn wire_message(&self) -> &'static str {
         match self {
-            SessionDenial::Absent => {
-                "session credential is absent: send Authorization: Bearer <session-credential>"
-            }
-            SessionDenial::Malformed => {
-                "malformed Authorization header: expected Bearer <64-hex-credential>"
-            }
+            SessionDenial::Absent => "session credential is absent: send Authorization: Bearer <session-credential>",
+            SessionDenial::Malformed => "malformed Authorization header: expected Bearer <64-hex-credential>",
             SessionDenial::Unknown => "unknown session credential",
             SessionDenial::Expired => "session credential has expired",
         }
@@ -164,11 +146,7 @@ pub fn mint_token_hex(random: [u8; 32]) -> String {
 
 /// A session whose `expires_at` is `now` still resolves; one second later it is expired.
 pub fn resolve_expiry(now: i64, expires_at: i64) -> Result<(), SessionDenial> {
-    if now > expires_at {
-        Err(SessionDenial::Expired)
-    } else {
-        Ok(())
-    }
+    if now > expires_at { Err(SessionDenial::Expired) } else { Ok(()) }
 }
 
 #[cfg(test)]
@@ -222,10 +200,7 @@ mod tests {
     fn credential_id_hashes_the_token_as_presented() {
         let lower = Credential::from_token(TOKEN).unwrap();
         let upper = Credential::from_token(&TOKEN.to_ascii_uppercase()).unwrap();
-        assert_eq!(
-            lower.credential_id(),
-            hex::encode(Sha256::digest(TOKEN.as_bytes()))
-        );
+        assert_eq!(lower.credential_id(), hex::encode(Sha256::digest(TOKEN.as_bytes())));
         assert_eq!(lower.credential_id().len(), 64);
         assert_ne!(lower.credential_id(), upper.credential_id());
         assert_eq!(lower.authorization_value(), format!("Bearer {TOKEN}"));
@@ -249,11 +224,7 @@ mod tests {
             (i64::MIN, i64::MIN, Ok(())),
         ];
         for (now, expires_at, want) in table {
-            assert_eq!(
-                resolve_expiry(now, expires_at),
-                want,
-                "now {now} exp {expires_at}"
-            );
+            assert_eq!(resolve_expiry(now, expires_at), want, "now {now} exp {expires_at}");
         }
     }
 
@@ -262,33 +233,21 @@ mod tests {
         let table = [
             (
                 SessionDenial::Absent,
-                (
-                    401,
-                    "SessionAbsent",
-                    "a session credential is required: no Authorization Bearer header was present",
-                ),
+                (401, "SessionAbsent", "a session credential is required: no Authorization Bearer header was present"),
                 "session credential is absent: send Authorization: Bearer <session-credential>",
                 -32001,
                 "session_absent",
             ),
             (
                 SessionDenial::Malformed,
-                (
-                    400,
-                    "InvalidSession",
-                    "malformed Authorization header: expected a Bearer <64-hex-credential>",
-                ),
+                (400, "InvalidSession", "malformed Authorization header: expected a Bearer <64-hex-credential>"),
                 "malformed Authorization header: expected Bearer <64-hex-credential>",
                 -32600,
                 "session_malformed",
             ),
             (
                 SessionDenial::Unknown,
-                (
-                    401,
-                    "SessionUnknown",
-                    "unknown session credential: no session matches this token",
-                ),
+                (401, "SessionUnknown", "unknown session credential: no session matches this token"),
                 "unknown session credential",
                 -32001,
                 "session_unknown",

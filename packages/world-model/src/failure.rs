@@ -168,36 +168,18 @@ impl FailureCode {
             }
             FailureCode::InvalidParams => (-32602, "invalid params"),
             FailureCode::NotAuthorized => (-32602, "not authorized"),
-            FailureCode::ProposalMismatch => {
-                (-32602, "proposal does not match the registered transition")
-            }
+            FailureCode::ProposalMismatch => (-32602, "proposal does not match the registered transition"),
             FailureCode::TaskIdUsed => (-32602, "task id already used in this session"),
             FailureCode::EffectsUnrecorded => (-32603, EFFECTS_UNRECORDED_PREFIX),
-            FailureCode::EffectsUnsupported => (
-                -32603,
-                "transition declares an effect this daemon has no handler for",
-            ),
-            FailureCode::WorldAbsent => {
-                (-32603, "no world is selected; commit a genesis world first")
-            }
-            FailureCode::Incompatible => (
-                -32603,
-                "transition does not implement the invocation calling convention",
-            ),
+            FailureCode::EffectsUnsupported => (-32603, "transition declares an effect this daemon has no handler for"),
+            FailureCode::WorldAbsent => (-32603, "no world is selected; commit a genesis world first"),
+            FailureCode::Incompatible => (-32603, "transition does not implement the invocation calling convention"),
             FailureCode::ExecutionFailed => (-32603, "transition execution failed"),
             FailureCode::OutputNotObject => (-32603, "transition output is not a JSON object"),
             FailureCode::Deadline => (-32603, "invocation exceeded its deadline"),
-            FailureCode::Unconfirmed => (
-                -32603,
-                "invocation outcome is not confirmed; resend the same task id",
-            ),
-            FailureCode::NotCommitted => {
-                (-32603, "invocation was not committed; send a new task id")
-            }
-            FailureCode::HeadMoved => (
-                -32603,
-                "world head moved during invocation; not committed; send a new task id",
-            ),
+            FailureCode::Unconfirmed => (-32603, "invocation outcome is not confirmed; resend the same task id"),
+            FailureCode::NotCommitted => (-32603, "invocation was not committed; send a new task id"),
+            FailureCode::HeadMoved => (-32603, "world head moved during invocation; not committed; send a new task id"),
             FailureCode::Unavailable
             | FailureCode::BadRequest
             | FailureCode::NotFound
@@ -242,9 +224,9 @@ impl FailureCode {
             FailureCode::PayloadTooLarge => (413, "PayloadTooLarge"),
             FailureCode::Internal => (500, "Internal"),
             FailureCode::Timeout | FailureCode::Deadline => (503, "Timeout"),
-            FailureCode::CommitUncertain
-            | FailureCode::Unconfirmed
-            | FailureCode::EffectsUnrecorded => (503, "CommitUncertain"),
+            FailureCode::CommitUncertain | FailureCode::Unconfirmed | FailureCode::EffectsUnrecorded => {
+                (503, "CommitUncertain")
+            }
             FailureCode::EffectsUnsupported
             | FailureCode::WorldAbsent
             | FailureCode::Incompatible
@@ -321,13 +303,7 @@ pub struct Failure {
 
 impl Failure {
     pub fn new(code: FailureCode, message: impl Into<String>) -> Failure {
-        Failure {
-            code,
-            message: message.into(),
-            effect_records: Vec::new(),
-            observed_head: None,
-            selected_head: None,
-        }
+        Failure { code, message: message.into(), effect_records: Vec::new(), observed_head: None, selected_head: None }
     }
 
     pub fn of(code: FailureCode) -> Failure {
@@ -350,11 +326,7 @@ impl Failure {
             HashRef::optional_text(observed.as_ref()),
             HashRef::optional_text(selected.as_ref())
         );
-        Failure {
-            observed_head: observed,
-            selected_head: selected,
-            ..Failure::new(FailureCode::HeadConflict, message)
-        }
+        Failure { observed_head: observed, selected_head: selected, ..Failure::new(FailureCode::HeadConflict, message) }
     }
 
     /// The A2A error message; for `EffectsUnrecorded` the fixed text followed by ` <ref>` per
@@ -399,113 +371,37 @@ mod tests {
     fn a2a_table_matches_the_seed() {
         use FailureCode::*;
         let table: &[(FailureCode, i64, &str)] = &[
-            (
-                SessionAbsent,
-                -32001,
-                "session credential is absent: send Authorization: Bearer <session-credential>",
-            ),
-            (
-                SessionMalformed,
-                -32600,
-                "malformed Authorization header: expected Bearer <64-hex-credential>",
-            ),
+            (SessionAbsent, -32001, "session credential is absent: send Authorization: Bearer <session-credential>"),
+            (SessionMalformed, -32600, "malformed Authorization header: expected Bearer <64-hex-credential>"),
             (SessionUnknown, -32001, "unknown session credential"),
             (SessionExpired, -32001, "session credential has expired"),
             (InvalidParams, -32602, "invalid params"),
             (NotAuthorized, -32602, "not authorized"),
-            (
-                ProposalMismatch,
-                -32602,
-                "proposal does not match the registered transition",
-            ),
+            (ProposalMismatch, -32602, "proposal does not match the registered transition"),
             (TaskIdUsed, -32602, "task id already used in this session"),
             (
                 EffectsUnrecorded,
                 -32603,
                 "effects were requested but the invocation was not confirmed committed; effect records:",
             ),
-            (
-                EffectsUnsupported,
-                -32603,
-                "transition declares an effect this daemon has no handler for",
-            ),
-            (
-                WorldAbsent,
-                -32603,
-                "no world is selected; commit a genesis world first",
-            ),
-            (
-                Incompatible,
-                -32603,
-                "transition does not implement the invocation calling convention",
-            ),
+            (EffectsUnsupported, -32603, "transition declares an effect this daemon has no handler for"),
+            (WorldAbsent, -32603, "no world is selected; commit a genesis world first"),
+            (Incompatible, -32603, "transition does not implement the invocation calling convention"),
             (ExecutionFailed, -32603, "transition execution failed"),
-            (
-                OutputNotObject,
-                -32603,
-                "transition output is not a JSON object",
-            ),
+            (OutputNotObject, -32603, "transition output is not a JSON object"),
             (Deadline, -32603, "invocation exceeded its deadline"),
-            (
-                Unconfirmed,
-                -32603,
-                "invocation outcome is not confirmed; resend the same task id",
-            ),
-            (
-                NotCommitted,
-                -32603,
-                "invocation was not committed; send a new task id",
-            ),
-            (
-                HeadMoved,
-                -32603,
-                "world head moved during invocation; not committed; send a new task id",
-            ),
-            (
-                Unavailable,
-                -32603,
-                "transition invocation is not available in this daemon",
-            ),
-            (
-                BadRequest,
-                -32603,
-                "transition invocation is not available in this daemon",
-            ),
-            (
-                NotFound,
-                -32603,
-                "transition invocation is not available in this daemon",
-            ),
-            (
-                HeadConflict,
-                -32603,
-                "transition invocation is not available in this daemon",
-            ),
-            (
-                PayloadTooLarge,
-                -32603,
-                "transition invocation is not available in this daemon",
-            ),
-            (
-                Internal,
-                -32603,
-                "transition invocation is not available in this daemon",
-            ),
-            (
-                Timeout,
-                -32603,
-                "transition invocation is not available in this daemon",
-            ),
-            (
-                CommitUncertain,
-                -32603,
-                "transition invocation is not available in this daemon",
-            ),
-            (
-                CapacityExceeded,
-                -32603,
-                "transition invocation is not available in this daemon",
-            ),
+            (Unconfirmed, -32603, "invocation outcome is not confirmed; resend the same task id"),
+            (NotCommitted, -32603, "invocation was not committed; send a new task id"),
+            (HeadMoved, -32603, "world head moved during invocation; not committed; send a new task id"),
+            (Unavailable, -32603, "transition invocation is not available in this daemon"),
+            (BadRequest, -32603, "transition invocation is not available in this daemon"),
+            (NotFound, -32603, "transition invocation is not available in this daemon"),
+            (HeadConflict, -32603, "transition invocation is not available in this daemon"),
+            (PayloadTooLarge, -32603, "transition invocation is not available in this daemon"),
+            (Internal, -32603, "transition invocation is not available in this daemon"),
+            (Timeout, -32603, "transition invocation is not available in this daemon"),
+            (CommitUncertain, -32603, "transition invocation is not available in this daemon"),
+            (CapacityExceeded, -32603, "transition invocation is not available in this daemon"),
         ];
         assert_eq!(table.len(), FailureCode::ALL.len());
         for (code, number, message) in table {
@@ -599,10 +495,7 @@ mod tests {
         for code in FailureCode::ALL {
             let text = code.as_str();
             assert!(seen.insert(text), "duplicate code {text}");
-            assert!(
-                text.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
-                "{text}"
-            );
+            assert!(text.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{text}");
             assert_eq!(FailureCode::parse(text), Some(code));
             assert_eq!(code.to_string(), text);
         }
@@ -628,16 +521,10 @@ mod tests {
     #[test]
     fn constructors_and_display() {
         let failure = Failure::of(FailureCode::WorldAbsent);
-        assert_eq!(
-            failure.message,
-            "no world is selected; commit a genesis world first"
-        );
+        assert_eq!(failure.message, "no world is selected; commit a genesis world first");
         assert_eq!(failure.to_string(), failure.message);
         assert!(failure.effect_records.is_empty() && failure.observed_head.is_none());
-        assert_eq!(
-            Failure::of(FailureCode::Internal).message,
-            "internal store failure"
-        );
+        assert_eq!(Failure::of(FailureCode::Internal).message, "internal store failure");
         let custom = Failure::new(FailureCode::BadRequest, "limit: not an integer");
         assert_eq!(custom.to_string(), "limit: not an integer");
         for code in FailureCode::ALL {
@@ -647,22 +534,12 @@ mod tests {
         let selected = HashRef::of(b"s");
         let observed = HashRef::of(b"o");
         let conflict = Failure::head_conflict(Some(observed), Some(selected));
-        assert_eq!(
-            conflict.message,
-            format!("conflict: observed {observed} selected {selected}")
-        );
+        assert_eq!(conflict.message, format!("conflict: observed {observed} selected {selected}"));
         assert_eq!(conflict.observed_head, Some(observed));
         assert_eq!(conflict.selected_head, Some(selected));
         let genesis = Failure::head_conflict(None, Some(selected));
-        assert_eq!(
-            genesis.message,
-            format!("conflict: observed  selected {selected}")
-        );
+        assert_eq!(genesis.message, format!("conflict: observed  selected {selected}"));
         let boxed: Box<dyn std::error::Error> = Box::new(genesis);
-        assert!(
-            boxed
-                .to_string()
-                .starts_with("conflict: observed  selected")
-        );
+        assert!(boxed.to_string().starts_with("conflict: observed  selected"));
     }
 }

@@ -32,32 +32,20 @@ impl Grant {
     /// Parses the CLI form `EFFECT=SCOPE:BUDGET`. The first `=` ends the effect and the last
     /// `:` starts the budget, so a scope may itself contain `=` and `:`.
     pub fn parse_cli(text: &str, expires_at: i64) -> Result<Grant, GrantParseError> {
-        let shape = || GrantParseError::Shape {
-            grant: text.to_owned(),
-        };
+        let shape = || GrantParseError::Shape { grant: text.to_owned() };
         let (effect, rest) = text.split_once('=').ok_or_else(shape)?;
         let (scope, budget_text) = rest.rsplit_once(':').ok_or_else(shape)?;
         if effect.is_empty() || scope.is_empty() {
-            return Err(GrantParseError::EmptyPart {
-                grant: text.to_owned(),
-            });
+            return Err(GrantParseError::EmptyPart { grant: text.to_owned() });
         }
-        let budget =
-            parse_go_int(budget_text).ok_or_else(|| GrantParseError::BudgetNotInteger {
-                grant: text.to_owned(),
-                budget: budget_text.to_owned(),
-            })?;
+        let budget = parse_go_int(budget_text).ok_or_else(|| GrantParseError::BudgetNotInteger {
+            grant: text.to_owned(),
+            budget: budget_text.to_owned(),
+        })?;
         if budget < 0 {
-            return Err(GrantParseError::NegativeBudget {
-                grant: text.to_owned(),
-            });
+            return Err(GrantParseError::NegativeBudget { grant: text.to_owned() });
         }
-        Ok(Grant {
-            effect: effect.to_owned(),
-            scope: scope.to_owned(),
-            budget,
-            expires_at,
-        })
+        Ok(Grant { effect: effect.to_owned(), scope: scope.to_owned(), budget, expires_at })
     }
 
     /// A grant is live while `0 <= now < expires_at` (step 3 of the law).
@@ -173,9 +161,7 @@ pub fn decide(grant: &Grant, request: &AccessTriple, now: i64) -> Decision {
         return Decision::Denied(Denial::Budget);
     }
     // Both are non-negative and cost <= budget, so this cannot overflow.
-    Decision::Allowed {
-        remaining: grant.budget - request.cost,
-    }
+    Decision::Allowed { remaining: grant.budget - request.cost }
 }
 
 /// Which grant of a ledger answers a request, and how.
@@ -192,29 +178,17 @@ pub struct Selection {
 /// this decides which one is debited, so the order is kept exactly.
 pub fn select_grant(grants: &[Grant], request: &AccessTriple, now: i64) -> Selection {
     let Some((first, rest)) = grants.split_first() else {
-        return Selection {
-            grant_index: None,
-            decision: Decision::Denied(Denial::EffectName),
-        };
+        return Selection { grant_index: None, decision: Decision::Denied(Denial::EffectName) };
     };
-    let mut best = Selection {
-        grant_index: Some(0),
-        decision: decide(first, request, now),
-    };
+    let mut best = Selection { grant_index: Some(0), decision: decide(first, request, now) };
     for (offset, grant) in rest.iter().enumerate() {
         let decision = decide(grant, request, now);
         let index = offset + 1;
         if decision.is_allowed() {
-            return Selection {
-                grant_index: Some(index),
-                decision,
-            };
+            return Selection { grant_index: Some(index), decision };
         }
         if decision.rank() > best.decision.rank() {
-            best = Selection {
-                grant_index: Some(index),
-                decision,
-            };
+            best = Selection { grant_index: Some(index), decision };
         }
     }
     best
@@ -231,30 +205,18 @@ mod tests {
     use super::*;
 
     fn grant(effect: &str, scope: &str, budget: i64, expires_at: i64) -> Grant {
-        Grant {
-            effect: effect.into(),
-            scope: scope.into(),
-            budget,
-            expires_at,
-        }
+        Grant { effect: effect.into(), scope: scope.into(), budget, expires_at }
     }
 
     fn access(effect: &str, scope: &str, cost: i64) -> AccessTriple {
-        AccessTriple {
-            effect: effect.into(),
-            scope: scope.into(),
-            cost,
-        }
+        AccessTriple { effect: effect.into(), scope: scope.into(), cost }
     }
 
     #[test]
     fn parse_cli_accepts_and_refuses_like_the_reference() {
         type Parsed = (&'static str, &'static str, i64);
         let table: &[(&str, Result<Parsed, &str>)] = &[
-            (
-                "Workspace.Read=worktree:50",
-                Ok(("Workspace.Read", "worktree", 50)),
-            ),
+            ("Workspace.Read=worktree:50", Ok(("Workspace.Read", "worktree", 50))),
             ("E=s:0", Ok(("E", "s", 0))),
             ("E=a:b:7", Ok(("E", "a:b", 7))),
             ("E=a=b:7", Ok(("E", "a=b", 7))),
@@ -263,66 +225,27 @@ mod tests {
             ("E=s:007", Ok(("E", "s", 7))),
             ("E=s:9223372036854775807", Ok(("E", "s", i64::MAX))),
             ("E", Err(r#"invalid --grant "E": want EFFECT=SCOPE:BUDGET"#)),
-            (
-                "E:1",
-                Err(r#"invalid --grant "E:1": want EFFECT=SCOPE:BUDGET"#),
-            ),
-            (
-                "E=s",
-                Err(r#"invalid --grant "E=s": want EFFECT=SCOPE:BUDGET"#),
-            ),
-            (
-                "=s:1",
-                Err(r#"invalid --grant "=s:1": EFFECT and SCOPE must be non-empty"#),
-            ),
-            (
-                "E=:1",
-                Err(r#"invalid --grant "E=:1": EFFECT and SCOPE must be non-empty"#),
-            ),
-            (
-                "E=s:",
-                Err(r#"invalid --grant "E=s:": budget "" is not an integer"#),
-            ),
-            (
-                "E=s:x",
-                Err(r#"invalid --grant "E=s:x": budget "x" is not an integer"#),
-            ),
-            (
-                "E=s:1.5",
-                Err(r#"invalid --grant "E=s:1.5": budget "1.5" is not an integer"#),
-            ),
-            (
-                "E=s: 1",
-                Err(r#"invalid --grant "E=s: 1": budget " 1" is not an integer"#),
-            ),
-            (
-                "E=s:1_0",
-                Err(r#"invalid --grant "E=s:1_0": budget "1_0" is not an integer"#),
-            ),
+            ("E:1", Err(r#"invalid --grant "E:1": want EFFECT=SCOPE:BUDGET"#)),
+            ("E=s", Err(r#"invalid --grant "E=s": want EFFECT=SCOPE:BUDGET"#)),
+            ("=s:1", Err(r#"invalid --grant "=s:1": EFFECT and SCOPE must be non-empty"#)),
+            ("E=:1", Err(r#"invalid --grant "E=:1": EFFECT and SCOPE must be non-empty"#)),
+            ("E=s:", Err(r#"invalid --grant "E=s:": budget "" is not an integer"#)),
+            ("E=s:x", Err(r#"invalid --grant "E=s:x": budget "x" is not an integer"#)),
+            ("E=s:1.5", Err(r#"invalid --grant "E=s:1.5": budget "1.5" is not an integer"#)),
+            ("E=s: 1", Err(r#"invalid --grant "E=s: 1": budget " 1" is not an integer"#)),
+            ("E=s:1_0", Err(r#"invalid --grant "E=s:1_0": budget "1_0" is not an integer"#)),
             (
                 "E=s:9223372036854775808",
-                Err(
-                    r#"invalid --grant "E=s:9223372036854775808": budget "9223372036854775808" is not an integer"#,
-                ),
+                Err(r#"invalid --grant "E=s:9223372036854775808": budget "9223372036854775808" is not an integer"#),
             ),
-            (
-                "E=s:-1",
-                Err(r#"invalid --grant "E=s:-1": budget must be non-negative"#),
-            ),
-            (
-                "E\"=s:-1",
-                Err(r#"invalid --grant "E\"=s:-1": budget must be non-negative"#),
-            ),
+            ("E=s:-1", Err(r#"invalid --grant "E=s:-1": budget must be non-negative"#)),
+            ("E\"=s:-1", Err(r#"invalid --grant "E\"=s:-1": budget must be non-negative"#)),
         ];
         for (text, want) in table {
             let got = Grant::parse_cli(text, 1234);
             match want {
                 Ok((effect, scope, budget)) => {
-                    assert_eq!(
-                        got,
-                        Ok(grant(effect, scope, *budget, 1234)),
-                        "parsing {text:?}"
-                    )
+                    assert_eq!(got, Ok(grant(effect, scope, *budget, 1234)), "parsing {text:?}")
                 }
                 Err(message) => {
                     assert_eq!(got.unwrap_err().to_string(), *message, "parsing {text:?}")
@@ -335,122 +258,37 @@ mod tests {
     fn grant_serialises_with_wire_names() {
         let g = grant("E", "s", 3, 99);
         let json = serde_json::to_string(&g).unwrap();
-        assert_eq!(
-            json,
-            r#"{"effect":"E","scope":"s","budget":3,"expiresAt":99}"#
-        );
+        assert_eq!(json, r#"{"effect":"E","scope":"s","budget":3,"expiresAt":99}"#);
         assert_eq!(serde_json::from_str::<Grant>(&json).unwrap(), g);
         let a = access("E", "s", 1);
-        assert_eq!(
-            serde_json::to_string(&a).unwrap(),
-            r#"{"effect":"E","scope":"s","cost":1}"#
-        );
+        assert_eq!(serde_json::to_string(&a).unwrap(), r#"{"effect":"E","scope":"s","cost":1}"#);
     }
 
     #[test]
     fn decide_checks_in_the_fixed_order() {
         let now = 100;
         let table: &[(Grant, AccessTriple, i64, &str)] = &[
-            (
-                grant("E", "s", 5, 200),
-                access("E", "s", 1),
-                now,
-                "allowed:4",
-            ),
-            (
-                grant("E", "s", 5, 200),
-                access("E", "s", 5),
-                now,
-                "allowed:0",
-            ),
-            (
-                grant("E", "s", 0, 200),
-                access("E", "s", 0),
-                now,
-                "allowed:0",
-            ),
-            (
-                grant("E", "s", 5, 200),
-                access("E", "s", 6),
-                now,
-                "denied:budget",
-            ),
-            (
-                grant("E", "s", 5, 200),
-                access("E", "s", -1),
-                now,
-                "denied:budget",
-            ),
-            (
-                grant("E", "s", -1, 200),
-                access("E", "s", -2),
-                now,
-                "denied:budget",
-            ),
-            (
-                grant("E", "s", 5, 100),
-                access("E", "s", 1),
-                now,
-                "denied:expired",
-            ),
-            (
-                grant("E", "s", 5, 101),
-                access("E", "s", 1),
-                now,
-                "allowed:4",
-            ),
-            (
-                grant("E", "s", 5, 200),
-                access("E", "s", 1),
-                -1,
-                "denied:expired",
-            ),
+            (grant("E", "s", 5, 200), access("E", "s", 1), now, "allowed:4"),
+            (grant("E", "s", 5, 200), access("E", "s", 5), now, "allowed:0"),
+            (grant("E", "s", 0, 200), access("E", "s", 0), now, "allowed:0"),
+            (grant("E", "s", 5, 200), access("E", "s", 6), now, "denied:budget"),
+            (grant("E", "s", 5, 200), access("E", "s", -1), now, "denied:budget"),
+            (grant("E", "s", -1, 200), access("E", "s", -2), now, "denied:budget"),
+            (grant("E", "s", 5, 100), access("E", "s", 1), now, "denied:expired"),
+            (grant("E", "s", 5, 101), access("E", "s", 1), now, "allowed:4"),
+            (grant("E", "s", 5, 200), access("E", "s", 1), -1, "denied:expired"),
             (grant("E", "s", 5, 200), access("E", "s", 1), 0, "allowed:4"),
             // Expiry is checked before budget, scope before expiry, effect before scope.
-            (
-                grant("E", "s", 0, 1),
-                access("E", "s", 9),
-                now,
-                "denied:expired",
-            ),
-            (
-                grant("E", "t", 0, 1),
-                access("E", "s", 9),
-                now,
-                "denied:scope",
-            ),
-            (
-                grant("F", "t", 0, 1),
-                access("E", "s", 9),
-                now,
-                "denied:effect-name",
-            ),
+            (grant("E", "s", 0, 1), access("E", "s", 9), now, "denied:expired"),
+            (grant("E", "t", 0, 1), access("E", "s", 9), now, "denied:scope"),
+            (grant("F", "t", 0, 1), access("E", "s", 9), now, "denied:effect-name"),
             // Exact string equality: no case folding, no prefix matching.
-            (
-                grant("e", "s", 5, 200),
-                access("E", "s", 1),
-                now,
-                "denied:effect-name",
-            ),
-            (
-                grant("E", "s/", 5, 200),
-                access("E", "s", 1),
-                now,
-                "denied:scope",
-            ),
-            (
-                grant("E", "s", i64::MAX, i64::MAX),
-                access("E", "s", 0),
-                now,
-                "allowed:9223372036854775807",
-            ),
+            (grant("e", "s", 5, 200), access("E", "s", 1), now, "denied:effect-name"),
+            (grant("E", "s/", 5, 200), access("E", "s", 1), now, "denied:scope"),
+            (grant("E", "s", i64::MAX, i64::MAX), access("E", "s", 0), now, "allowed:9223372036854775807"),
         ];
         for (g, a, now, want) in table {
-            assert_eq!(
-                decide(g, a, *now).label(),
-                *want,
-                "grant {g:?} access {a:?} now {now}"
-            );
+            assert_eq!(decide(g, a, *now).label(), *want, "grant {g:?} access {a:?} now {now}");
         }
     }
 
@@ -469,88 +307,37 @@ mod tests {
             (vec![effect.clone()], Some(0), "denied:effect-name"),
             // A later allowing grant wins even when grant 0 allows.
             (vec![ok(5), ok(9)], Some(1), "allowed:8"),
-            (
-                vec![ok(5), effect.clone(), ok(3), ok(9)],
-                Some(2),
-                "allowed:2",
-            ),
+            (vec![ok(5), effect.clone(), ok(3), ok(9)], Some(2), "allowed:2"),
             (vec![ok(5), effect.clone()], Some(0), "allowed:4"),
             // No allow: the strictly highest denial, earliest on ties.
             (vec![effect.clone(), scope.clone()], Some(1), "denied:scope"),
-            (
-                vec![
-                    effect.clone(),
-                    scope.clone(),
-                    expired.clone(),
-                    broke.clone(),
-                ],
-                Some(3),
-                "denied:budget",
-            ),
-            (
-                vec![broke.clone(), expired.clone()],
-                Some(0),
-                "denied:budget",
-            ),
+            (vec![effect.clone(), scope.clone(), expired.clone(), broke.clone()], Some(3), "denied:budget"),
+            (vec![broke.clone(), expired.clone()], Some(0), "denied:budget"),
             (vec![scope.clone(), scope.clone()], Some(0), "denied:scope"),
-            (
-                vec![effect.clone(), scope.clone(), scope.clone()],
-                Some(1),
-                "denied:scope",
-            ),
-            (
-                vec![effect.clone(), effect.clone()],
-                Some(0),
-                "denied:effect-name",
-            ),
-            (
-                vec![expired.clone(), broke.clone(), broke.clone()],
-                Some(1),
-                "denied:budget",
-            ),
+            (vec![effect.clone(), scope.clone(), scope.clone()], Some(1), "denied:scope"),
+            (vec![effect.clone(), effect.clone()], Some(0), "denied:effect-name"),
+            (vec![expired.clone(), broke.clone(), broke.clone()], Some(1), "denied:budget"),
         ];
         for (grants, index, label) in table {
             let got = select_grant(&grants, &req, now);
             assert_eq!(got.grant_index, index, "grants {grants:?}");
             assert_eq!(got.decision.label(), label, "grants {grants:?}");
-            assert_eq!(
-                grants_allow(&grants, &req, now),
-                label.starts_with("allowed:")
-            );
+            assert_eq!(grants_allow(&grants, &req, now), label.starts_with("allowed:"));
         }
     }
 
     #[test]
     fn zero_cost_access_is_visible_with_a_zero_budget() {
         let grants = [grant("Workspace.Read", "worktree", 0, 200)];
-        assert!(grants_allow(
-            &grants,
-            &access("Workspace.Read", "worktree", 0),
-            100
-        ));
-        assert!(!grants_allow(
-            &grants,
-            &access("Workspace.Read", "worktree", 0),
-            200
-        ));
-        assert!(!grants_allow(
-            &[],
-            &access("Workspace.Read", "worktree", 0),
-            100
-        ));
+        assert!(grants_allow(&grants, &access("Workspace.Read", "worktree", 0), 100));
+        assert!(!grants_allow(&grants, &access("Workspace.Read", "worktree", 0), 200));
+        assert!(!grants_allow(&[], &access("Workspace.Read", "worktree", 0), 100));
     }
 
     #[test]
     fn ranks_order_denials() {
-        let ranks: Vec<u8> = [
-            Denial::EffectName,
-            Denial::Scope,
-            Denial::Expired,
-            Denial::Budget,
-        ]
-        .iter()
-        .map(Denial::rank)
-        .collect();
+        let ranks: Vec<u8> =
+            [Denial::EffectName, Denial::Scope, Denial::Expired, Denial::Budget].iter().map(Denial::rank).collect();
         assert_eq!(ranks, vec![0, 1, 2, 3]);
         assert!(Decision::Allowed { remaining: 0 }.rank() > Denial::Budget.rank());
     }

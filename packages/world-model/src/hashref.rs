@@ -46,11 +46,7 @@ pub enum HashRefError {
 
 /// The reference drops the `: "<input>"` tail when the offending text is empty.
 fn suffix(offending: &str) -> String {
-    if offending.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", go_quote(offending))
-    }
+    if offending.is_empty() { String::new() } else { format!(": {}", go_quote(offending)) }
 }
 
 impl HashRef {
@@ -79,56 +75,35 @@ impl HashRef {
         let (tag, digest) = match (parts.next(), parts.next(), parts.next()) {
             (Some(tag), Some(digest), None) => (tag, digest),
             (_, None, _) => {
-                return Err(HashRefError::MissingTag {
-                    input: text.to_owned(),
-                });
+                return Err(HashRefError::MissingTag { input: text.to_owned() });
             }
             _ => {
-                return Err(HashRefError::MultipleColons {
-                    input: text.to_owned(),
-                });
+                return Err(HashRefError::MultipleColons { input: text.to_owned() });
             }
         };
         if tag.is_empty() {
-            return Err(HashRefError::EmptyTag {
-                input: text.to_owned(),
-            });
+            return Err(HashRefError::EmptyTag { input: text.to_owned() });
         }
         if tag != ALGORITHM {
-            return Err(HashRefError::UnsupportedTag {
-                tag: tag.to_owned(),
-            });
+            return Err(HashRefError::UnsupportedTag { tag: tag.to_owned() });
         }
         // Checked before the width, so `sha256:` reports a hex error like the reference.
-        if digest.is_empty()
-            || !digest
-                .bytes()
-                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        {
-            return Err(HashRefError::NotLowercaseHex {
-                digest: digest.to_owned(),
-            });
+        if digest.is_empty() || !digest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(HashRefError::NotLowercaseHex { digest: digest.to_owned() });
         }
         if digest.len() != DIGEST_WIDTH {
-            return Err(HashRefError::WrongWidth {
-                digest: digest.to_owned(),
-            });
+            return Err(HashRefError::WrongWidth { digest: digest.to_owned() });
         }
         let mut bytes = [0u8; 32];
-        hex::decode_to_slice(digest, &mut bytes).map_err(|_| HashRefError::NotLowercaseHex {
-            digest: digest.to_owned(),
-        })?;
+        hex::decode_to_slice(digest, &mut bytes)
+            .map_err(|_| HashRefError::NotLowercaseHex { digest: digest.to_owned() })?;
         Ok(HashRef(bytes))
     }
 
     /// Parses a field where `""` is the reference's zero ref ("absent"), e.g. a genesis
     /// `observedHead` or a revision-1 registry `parent`.
     pub fn parse_optional(text: &str) -> Result<Option<HashRef>, HashRefError> {
-        if text.is_empty() {
-            Ok(None)
-        } else {
-            HashRef::parse(text).map(Some)
-        }
+        if text.is_empty() { Ok(None) } else { HashRef::parse(text).map(Some) }
     }
 
     /// The digest as 64 lowercase hex characters, without the algorithm tag.
@@ -194,19 +169,14 @@ impl<'de> serde::Deserialize<'de> for HashRef {
 pub mod zero_as_empty {
     use super::HashRef;
 
-    pub fn serialize<S: serde::Serializer>(
-        value: &Option<HashRef>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: serde::Serializer>(value: &Option<HashRef>, serializer: S) -> Result<S::Ok, S::Error> {
         match value {
             Some(hash_ref) => serializer.collect_str(hash_ref),
             None => serializer.serialize_str(""),
         }
     }
 
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Option<HashRef>, D::Error> {
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<HashRef>, D::Error> {
         let text: std::borrow::Cow<'de, str> = serde::Deserialize::deserialize(deserializer)?;
         HashRef::parse_optional(&text).map_err(serde::de::Error::custom)
     }
@@ -216,16 +186,12 @@ pub mod zero_as_empty {
 mod tests {
     use super::*;
 
-    const EMPTY_SHA: &str =
-        "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    const EMPTY_SHA: &str = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
     #[test]
     fn of_hashes_payload_bytes() {
         assert_eq!(HashRef::of(b"").to_string(), EMPTY_SHA);
-        assert_eq!(
-            HashRef::of(b"abc").hex(),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(HashRef::of(b"abc").hex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 
     #[test]
@@ -242,45 +208,24 @@ mod tests {
         let upper = "sha256:E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855";
         let table: &[(&str, &str)] = &[
             ("", "hashref: empty hashref text"),
-            (
-                "e3b0",
-                r#"hashref: missing algorithm tag (expected algo:digest): "e3b0""#,
-            ),
-            (
-                "sha256:ab:cd",
-                r#"hashref: malformed hashref (multiple colons): "sha256:ab:cd""#,
-            ),
-            (
-                "::",
-                r#"hashref: malformed hashref (multiple colons): "::""#,
-            ),
+            ("e3b0", r#"hashref: missing algorithm tag (expected algo:digest): "e3b0""#),
+            ("sha256:ab:cd", r#"hashref: malformed hashref (multiple colons): "sha256:ab:cd""#),
+            ("::", r#"hashref: malformed hashref (multiple colons): "::""#),
             (":abcd", r#"hashref: empty algorithm tag: ":abcd""#),
             ("md5:abcd", r#"hashref: unsupported algorithm tag: "md5""#),
-            (
-                "SHA256:abcd",
-                r#"hashref: unsupported algorithm tag: "SHA256""#,
-            ),
+            ("SHA256:abcd", r#"hashref: unsupported algorithm tag: "SHA256""#),
             ("sha256:", "hashref: digest is not lowercase hexadecimal"),
             (
                 upper,
                 r#"hashref: digest is not lowercase hexadecimal: "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855""#,
             ),
-            (
-                "sha256:xyz\"",
-                r#"hashref: digest is not lowercase hexadecimal: "xyz\"""#,
-            ),
-            (
-                "sha256:abcd",
-                r#"hashref: digest length 4 does not match sha256 width 64: "abcd""#,
-            ),
+            ("sha256:xyz\"", r#"hashref: digest is not lowercase hexadecimal: "xyz\"""#),
+            ("sha256:abcd", r#"hashref: digest length 4 does not match sha256 width 64: "abcd""#),
             (
                 "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85500",
                 r#"hashref: digest length 66 does not match sha256 width 64: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85500""#,
             ),
-            (
-                "sha256:\n",
-                r#"hashref: digest is not lowercase hexadecimal: "\n""#,
-            ),
+            ("sha256:\n", r#"hashref: digest is not lowercase hexadecimal: "\n""#),
         ];
         for (input, want) in table {
             let err = HashRef::parse(input).unwrap_err();
@@ -291,10 +236,7 @@ mod tests {
     #[test]
     fn parse_optional_treats_empty_as_the_zero_ref() {
         assert_eq!(HashRef::parse_optional("").unwrap(), None);
-        assert_eq!(
-            HashRef::parse_optional(EMPTY_SHA).unwrap(),
-            Some(HashRef::of(b""))
-        );
+        assert_eq!(HashRef::parse_optional(EMPTY_SHA).unwrap(), Some(HashRef::of(b"")));
         assert!(HashRef::parse_optional("sha256:").is_err());
         assert_eq!(HashRef::optional_text(None), "");
         assert_eq!(HashRef::optional_text(Some(&HashRef::of(b""))), EMPTY_SHA);
@@ -317,10 +259,7 @@ mod tests {
         assert_eq!(json, format!("\"{EMPTY_SHA}\""));
         assert_eq!(serde_json::from_str::<HashRef>(&json).unwrap(), value);
         let err = serde_json::from_str::<HashRef>("\"sha256:\"").unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("hashref: digest is not lowercase hexadecimal")
-        );
+        assert!(err.to_string().contains("hashref: digest is not lowercase hexadecimal"));
         assert!(serde_json::from_str::<HashRef>("7").is_err());
     }
 
@@ -333,22 +272,14 @@ mod tests {
         }
         let none = Row { parent: None };
         assert_eq!(serde_json::to_string(&none).unwrap(), r#"{"parent":""}"#);
-        assert_eq!(
-            serde_json::from_str::<Row>(r#"{"parent":""}"#).unwrap(),
-            none
-        );
-        let some = Row {
-            parent: Some(HashRef::of(b"")),
-        };
+        assert_eq!(serde_json::from_str::<Row>(r#"{"parent":""}"#).unwrap(), none);
+        let some = Row { parent: Some(HashRef::of(b"")) };
         let text = serde_json::to_string(&some).unwrap();
         assert_eq!(serde_json::from_str::<Row>(&text).unwrap(), some);
     }
 
     #[test]
     fn semantic_interface_hash_is_sha256_of_the_id() {
-        assert_eq!(
-            semantic_interface_hash("world/transition-source/v1"),
-            HashRef::of(b"world/transition-source/v1")
-        );
+        assert_eq!(semantic_interface_hash("world/transition-source/v1"), HashRef::of(b"world/transition-source/v1"));
     }
 }

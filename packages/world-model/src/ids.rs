@@ -12,24 +12,13 @@ pub enum IdError {
     #[error("{kind} is empty; it must have at least one character")]
     Empty { kind: &'static str },
     #[error("{kind} {} is {len} bytes; at most {max} are allowed", go_quote(.id))]
-    TooLong {
-        kind: &'static str,
-        id: String,
-        len: usize,
-        max: usize,
-    },
+    TooLong { kind: &'static str, id: String, len: usize, max: usize },
     #[error(
         "{kind} {} has {} at byte {offset}; allowed characters are {allowed}",
         go_quote(.id),
         go_quote(&.found.to_string())
     )]
-    BadCharacter {
-        kind: &'static str,
-        id: String,
-        found: char,
-        offset: usize,
-        allowed: &'static str,
-    },
+    BadCharacter { kind: &'static str, id: String, found: char, offset: usize, allowed: &'static str },
     #[error("{kind} {} must start with a-z or 0-9", go_quote(.id))]
     BadStart { kind: &'static str, id: String },
     #[error("transition id {} must end with a-z or 0-9", go_quote(.id))]
@@ -40,11 +29,7 @@ pub enum IdError {
         "transition id {} has a segment of {len} bytes at byte {offset}; segments between '.' and '/' are at most 32 bytes",
         go_quote(.id)
     )]
-    SegmentTooLong {
-        id: String,
-        offset: usize,
-        len: usize,
-    },
+    SegmentTooLong { id: String, offset: usize, len: usize },
     #[error(
         "transition id {}: the character after the separator at byte {offset} must be a-z or 0-9",
         go_quote(.id)
@@ -80,30 +65,16 @@ fn check_length(kind: &'static str, id: &str, max: usize) -> Result<(), IdError>
         return Err(IdError::Empty { kind });
     }
     if id.len() > max {
-        return Err(IdError::TooLong {
-            kind,
-            id: id.to_owned(),
-            len: id.len(),
-            max,
-        });
+        return Err(IdError::TooLong { kind, id: id.to_owned(), len: id.len(), max });
     }
     Ok(())
 }
 
-fn check_alphabet(
-    kind: &'static str,
-    id: &str,
-    allowed: &'static str,
-    ok: impl Fn(u8) -> bool,
-) -> Result<(), IdError> {
+fn check_alphabet(kind: &'static str, id: &str, allowed: &'static str, ok: impl Fn(u8) -> bool) -> Result<(), IdError> {
     match id.bytes().position(|b| !ok(b)) {
-        Some(offset) => Err(IdError::BadCharacter {
-            kind,
-            id: id.to_owned(),
-            found: char_at(id, offset),
-            offset,
-            allowed,
-        }),
+        Some(offset) => {
+            Err(IdError::BadCharacter { kind, id: id.to_owned(), found: char_at(id, offset), offset, allowed })
+        }
         None => Ok(()),
     }
 }
@@ -147,8 +118,7 @@ macro_rules! string_newtype {
 
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let text: std::borrow::Cow<'de, str> =
-                    serde::Deserialize::deserialize(deserializer)?;
+                let text: std::borrow::Cow<'de, str> = serde::Deserialize::deserialize(deserializer)?;
                 Self::parse(&text).map_err(serde::de::Error::custom)
             }
         }
@@ -165,22 +135,14 @@ impl TransitionId {
     pub fn parse(text: &str) -> Result<TransitionId, IdError> {
         const KIND: &str = "transition id";
         check_length(KIND, text, TRANSITION_ID_MAX)?;
-        check_alphabet(KIND, text, "a-z 0-9 _ . / -", |b| {
-            is_lower_alnum(b) || matches!(b, b'_' | b'.' | b'/' | b'-')
-        })?;
+        check_alphabet(KIND, text, "a-z 0-9 _ . / -", |b| is_lower_alnum(b) || matches!(b, b'_' | b'.' | b'/' | b'-'))?;
         let bytes = text.as_bytes();
         if !is_lower_alnum(bytes[0]) {
             // A leading separator is an empty first segment; name it as such.
             if is_separator(bytes[0]) {
-                return Err(IdError::EmptySegment {
-                    id: text.to_owned(),
-                    offset: 0,
-                });
+                return Err(IdError::EmptySegment { id: text.to_owned(), offset: 0 });
             }
-            return Err(IdError::BadStart {
-                kind: KIND,
-                id: text.to_owned(),
-            });
+            return Err(IdError::BadStart { kind: KIND, id: text.to_owned() });
         }
         let mut segment_start = 0;
         for (offset, &b) in bytes.iter().enumerate() {
@@ -189,29 +151,17 @@ impl TransitionId {
             }
             check_segment(text, segment_start, offset)?;
             if offset > 0 && matches!(bytes[offset - 1], b'_' | b'-') {
-                return Err(IdError::PunctuationBeforeSeparator {
-                    id: text.to_owned(),
-                    offset: offset - 1,
-                });
+                return Err(IdError::PunctuationBeforeSeparator { id: text.to_owned(), offset: offset - 1 });
             }
             match bytes.get(offset + 1) {
                 None => {
-                    return Err(IdError::EmptySegment {
-                        id: text.to_owned(),
-                        offset: offset + 1,
-                    });
+                    return Err(IdError::EmptySegment { id: text.to_owned(), offset: offset + 1 });
                 }
                 Some(&next) if is_separator(next) => {
-                    return Err(IdError::EmptySegment {
-                        id: text.to_owned(),
-                        offset: offset + 1,
-                    });
+                    return Err(IdError::EmptySegment { id: text.to_owned(), offset: offset + 1 });
                 }
                 Some(&next) if !is_lower_alnum(next) => {
-                    return Err(IdError::BadSegmentStart {
-                        id: text.to_owned(),
-                        offset,
-                    });
+                    return Err(IdError::BadSegmentStart { id: text.to_owned(), offset });
                 }
                 Some(_) => {}
             }
@@ -219,9 +169,7 @@ impl TransitionId {
         }
         check_segment(text, segment_start, bytes.len())?;
         if !is_lower_alnum(bytes[bytes.len() - 1]) {
-            return Err(IdError::BadEnd {
-                id: text.to_owned(),
-            });
+            return Err(IdError::BadEnd { id: text.to_owned() });
         }
         Ok(TransitionId(text.to_owned()))
     }
@@ -230,17 +178,10 @@ impl TransitionId {
 fn check_segment(id: &str, start: usize, end: usize) -> Result<(), IdError> {
     let len = end - start;
     if len == 0 {
-        return Err(IdError::EmptySegment {
-            id: id.to_owned(),
-            offset: start,
-        });
+        return Err(IdError::EmptySegment { id: id.to_owned(), offset: start });
     }
     if len > TRANSITION_SEGMENT_MAX {
-        return Err(IdError::SegmentTooLong {
-            id: id.to_owned(),
-            offset: start,
-            len,
-        });
+        return Err(IdError::SegmentTooLong { id: id.to_owned(), offset: start, len });
     }
     Ok(())
 }
@@ -282,10 +223,7 @@ impl Episode {
         check_length(KIND, text, EPISODE_MAX)?;
         check_alphabet(KIND, text, "a-z 0-9 -", |b| is_lower_alnum(b) || b == b'-')?;
         if !is_lower_alnum(text.as_bytes()[0]) {
-            return Err(IdError::BadStart {
-                kind: KIND,
-                id: text.to_owned(),
-            });
+            return Err(IdError::BadStart { kind: KIND, id: text.to_owned() });
         }
         Ok(Episode(text.to_owned()))
     }
@@ -336,12 +274,7 @@ impl fmt::Display for Surface {
 /// `<surface>:<episode>:<task>`, the journal key of an invocation. Unambiguous because neither
 /// an episode nor a task id can contain `:`.
 pub fn invocation_id(surface: Surface, episode: &Episode, task: &TaskId) -> String {
-    format!(
-        "{}:{}:{}",
-        surface.as_str(),
-        episode.as_str(),
-        task.as_str()
-    )
+    format!("{}:{}:{}", surface.as_str(), episode.as_str(), task.as_str())
 }
 
 #[cfg(test)]
@@ -371,56 +304,26 @@ mod tests {
             assert_eq!(parsed.as_str(), id);
         }
         let invalid: &[(&str, &str)] = &[
-            (
-                "",
-                "transition id is empty; it must have at least one character",
-            ),
+            ("", "transition id is empty; it must have at least one character"),
             (
                 &too_long,
                 "transition id \"abcdefghijklmnop.abcdefghijklmnop.abcdefghijklmnop.abcdefghijklmnop.abcdefghijklmnop.abcdefghijklmnop.abcdefghijklmnop.abcdefghijklmnopx\" is 136 bytes; at most 128 are allowed",
             ),
-            (
-                "Tools.echo",
-                r#"transition id "Tools.echo" has "T" at byte 0; allowed characters are a-z 0-9 _ . / -"#,
-            ),
-            (
-                "a b",
-                r#"transition id "a b" has " " at byte 1; allowed characters are a-z 0-9 _ . / -"#,
-            ),
-            (
-                "aé",
-                r#"transition id "aé" has "é" at byte 1; allowed characters are a-z 0-9 _ . / -"#,
-            ),
+            ("Tools.echo", r#"transition id "Tools.echo" has "T" at byte 0; allowed characters are a-z 0-9 _ . / -"#),
+            ("a b", r#"transition id "a b" has " " at byte 1; allowed characters are a-z 0-9 _ . / -"#),
+            ("aé", r#"transition id "aé" has "é" at byte 1; allowed characters are a-z 0-9 _ . / -"#),
             ("_a", r#"transition id "_a" must start with a-z or 0-9"#),
             ("-a", r#"transition id "-a" must start with a-z or 0-9"#),
             (".a", r#"transition id ".a" has an empty segment at byte 0"#),
             ("a.", r#"transition id "a." has an empty segment at byte 2"#),
-            (
-                "a..b",
-                r#"transition id "a..b" has an empty segment at byte 2"#,
-            ),
-            (
-                "a/.b",
-                r#"transition id "a/.b" has an empty segment at byte 2"#,
-            ),
+            ("a..b", r#"transition id "a..b" has an empty segment at byte 2"#),
+            ("a/.b", r#"transition id "a/.b" has an empty segment at byte 2"#),
             ("a_", r#"transition id "a_" must end with a-z or 0-9"#),
             ("a-", r#"transition id "a-" must end with a-z or 0-9"#),
-            (
-                "a._b",
-                r#"transition id "a._b": the character after the separator at byte 1 must be a-z or 0-9"#,
-            ),
-            (
-                "a/-b",
-                r#"transition id "a/-b": the character after the separator at byte 1 must be a-z or 0-9"#,
-            ),
-            (
-                "a_.b",
-                r#"transition id "a_.b": '_' or '-' at byte 1 must not directly precede '.' or '/'"#,
-            ),
-            (
-                "a-/b",
-                r#"transition id "a-/b": '_' or '-' at byte 1 must not directly precede '.' or '/'"#,
-            ),
+            ("a._b", r#"transition id "a._b": the character after the separator at byte 1 must be a-z or 0-9"#),
+            ("a/-b", r#"transition id "a/-b": the character after the separator at byte 1 must be a-z or 0-9"#),
+            ("a_.b", r#"transition id "a_.b": '_' or '-' at byte 1 must not directly precede '.' or '/'"#),
+            ("a-/b", r#"transition id "a-/b": '_' or '-' at byte 1 must not directly precede '.' or '/'"#),
         ];
         for (id, want) in invalid {
             let err = TransitionId::parse(id).unwrap_err();
@@ -429,11 +332,7 @@ mod tests {
         let seg = format!("x.{long_segment}");
         assert_eq!(
             TransitionId::parse(&seg).unwrap_err(),
-            IdError::SegmentTooLong {
-                id: seg.clone(),
-                offset: 2,
-                len: 33
-            }
+            IdError::SegmentTooLong { id: seg.clone(), offset: 2, len: 33 }
         );
         assert!(TransitionId::parse(&long_segment).is_err());
     }
@@ -447,29 +346,13 @@ mod tests {
         let over = "A".repeat(129);
         let invalid: &[(&str, &str)] = &[
             ("", "task id is empty; it must have at least one character"),
-            (
-                &over,
-                &format!("task id \"{over}\" is 129 bytes; at most 128 are allowed"),
-            ),
-            (
-                "a:b",
-                r#"task id "a:b" has ":" at byte 1; allowed characters are A-Z a-z 0-9 . _ -"#,
-            ),
-            (
-                "a/b",
-                r#"task id "a/b" has "/" at byte 1; allowed characters are A-Z a-z 0-9 . _ -"#,
-            ),
-            (
-                "a\n",
-                r#"task id "a\n" has "\n" at byte 1; allowed characters are A-Z a-z 0-9 . _ -"#,
-            ),
+            (&over, &format!("task id \"{over}\" is 129 bytes; at most 128 are allowed")),
+            ("a:b", r#"task id "a:b" has ":" at byte 1; allowed characters are A-Z a-z 0-9 . _ -"#),
+            ("a/b", r#"task id "a/b" has "/" at byte 1; allowed characters are A-Z a-z 0-9 . _ -"#),
+            ("a\n", r#"task id "a\n" has "\n" at byte 1; allowed characters are A-Z a-z 0-9 . _ -"#),
         ];
         for (id, want) in invalid {
-            assert_eq!(
-                TaskId::parse(id).unwrap_err().to_string(),
-                *want,
-                "parsing {id:?}"
-            );
+            assert_eq!(TaskId::parse(id).unwrap_err().to_string(), *want, "parsing {id:?}");
         }
         let minted = TaskId::mint([7; 32]);
         assert_eq!(minted.as_str(), "07".repeat(32));
@@ -484,34 +367,15 @@ mod tests {
         let over = format!("a{}", "b".repeat(64));
         let invalid: &[(&str, &str)] = &[
             ("", "episode is empty; it must have at least one character"),
-            (
-                &over,
-                &format!("episode \"{over}\" is 65 bytes; at most 64 are allowed"),
-            ),
+            (&over, &format!("episode \"{over}\" is 65 bytes; at most 64 are allowed")),
             ("-ep", r#"episode "-ep" must start with a-z or 0-9"#),
-            (
-                "Ep1",
-                r#"episode "Ep1" has "E" at byte 0; allowed characters are a-z 0-9 -"#,
-            ),
-            (
-                "ep_1",
-                r#"episode "ep_1" has "_" at byte 2; allowed characters are a-z 0-9 -"#,
-            ),
-            (
-                "ep.1",
-                r#"episode "ep.1" has "." at byte 2; allowed characters are a-z 0-9 -"#,
-            ),
-            (
-                "../x",
-                r#"episode "../x" has "." at byte 0; allowed characters are a-z 0-9 -"#,
-            ),
+            ("Ep1", r#"episode "Ep1" has "E" at byte 0; allowed characters are a-z 0-9 -"#),
+            ("ep_1", r#"episode "ep_1" has "_" at byte 2; allowed characters are a-z 0-9 -"#),
+            ("ep.1", r#"episode "ep.1" has "." at byte 2; allowed characters are a-z 0-9 -"#),
+            ("../x", r#"episode "../x" has "." at byte 0; allowed characters are a-z 0-9 -"#),
         ];
         for (id, want) in invalid {
-            assert_eq!(
-                Episode::parse(id).unwrap_err().to_string(),
-                *want,
-                "parsing {id:?}"
-            );
+            assert_eq!(Episode::parse(id).unwrap_err().to_string(), *want, "parsing {id:?}");
         }
     }
 
@@ -519,19 +383,11 @@ mod tests {
     fn ids_serialise_as_strings_and_validate_on_read() {
         let id = TransitionId::parse("tools.echo").unwrap();
         assert_eq!(serde_json::to_string(&id).unwrap(), r#""tools.echo""#);
-        assert_eq!(
-            serde_json::from_str::<TransitionId>(r#""tools.echo""#).unwrap(),
-            id
-        );
+        assert_eq!(serde_json::from_str::<TransitionId>(r#""tools.echo""#).unwrap(), id);
         assert!(serde_json::from_str::<TransitionId>(r#""Tools""#).is_err());
         assert!(serde_json::from_str::<Episode>(r#""-x""#).is_err());
         assert!(serde_json::from_str::<TaskId>(r#""""#).is_err());
-        assert_eq!(
-            serde_json::from_str::<TaskId>(r#""read-1""#)
-                .unwrap()
-                .to_string(),
-            "read-1"
-        );
+        assert_eq!(serde_json::from_str::<TaskId>(r#""read-1""#).unwrap().to_string(), "read-1");
         assert_eq!("ep1".parse::<Episode>().unwrap().as_str(), "ep1");
     }
 

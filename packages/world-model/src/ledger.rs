@@ -46,7 +46,14 @@ mod tests {
     fn every_header_field_changes_the_entry_hash() {
         let a = HashRef::of(b"a");
         let b = HashRef::of(b"b");
-        let base = EntryHeader { entry_index: 1, semantics_epoch: 1, transition_fn: &a, interpreter: &a, prev_entry_hash: &a, written_by: "x" };
+        let base = EntryHeader {
+            entry_index: 1,
+            semantics_epoch: 1,
+            transition_fn: &a,
+            interpreter: &a,
+            prev_entry_hash: &a,
+            written_by: "x",
+        };
         let reference = entry_hash(&base, &a);
         let variants = [
             EntryHeader { entry_index: 2, ..base },

@@ -18,20 +18,16 @@ pub mod mcp_name;
 pub mod registry;
 
 pub use canonical::{
-    CanonicalError, SourceCanonError, canonical_json, canonical_source, canonical_value,
-    canonicalize,
+    CanonicalError, SourceCanonError, canonical_json, canonical_source, canonical_value, canonicalize,
 };
-pub use credential::{
-    Credential, SessionDenial, mint_token_hex, parse_authorization, resolve_expiry,
-};
+pub use credential::{Credential, SessionDenial, mint_token_hex, parse_authorization, resolve_expiry};
 pub use failure::{Failure, FailureCode};
 pub use grant::{
-    AccessTriple, Decision, Denial, Grant, GrantParseError, Selection, decide, grants_allow,
-    select_grant,
+    AccessTriple, Decision, Denial, Grant, GrantParseError, Selection, decide, grants_allow, select_grant,
 };
 pub use hashref::{HashRef, HashRefError, semantic_interface_hash};
 pub use ids::{Episode, IdError, Surface, TaskId, TransitionId, invocation_id};
+pub use ledger::{EntryHeader, entry_hash, world_ref};
 pub use mcp_name::{McpNameError, escape, escape_surface, unescape};
 pub use quote::go_quote;
-pub use ledger::{EntryHeader, entry_hash, world_ref};
 pub use registry::{Descriptor, EpochRegistry, RegistryError, Revision, Schema, release_of};

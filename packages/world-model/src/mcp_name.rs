@@ -30,22 +30,14 @@ pub enum McpNameError {
         go_quote(.name),
         go_quote(&.found.to_string())
     )]
-    BadCharacter {
-        name: String,
-        found: char,
-        offset: usize,
-    },
+    BadCharacter { name: String, found: char, offset: usize },
     #[error(
         "transition ids {} and {} escape to the same MCP tool name {}",
         go_quote(.first),
         go_quote(.second),
         go_quote(.name)
     )]
-    Duplicate {
-        first: String,
-        second: String,
-        name: String,
-    },
+    Duplicate { first: String, second: String, name: String },
 }
 
 /// `_`→`_u`, `.`→`_d`, `/`→`_s`, every other byte unchanged (`tools.echo` → `tools_decho`).
@@ -60,10 +52,7 @@ pub fn escape(id: &str) -> Result<String, McpNameError> {
         }
     }
     if name.len() > MAX_NAME_BYTES {
-        return Err(McpNameError::EscapedTooLong {
-            id: id.to_owned(),
-            len: name.len(),
-        });
+        return Err(McpNameError::EscapedTooLong { id: id.to_owned(), len: name.len() });
     }
     Ok(name)
 }
@@ -75,10 +64,7 @@ pub fn unescape(name: &str) -> Result<String, McpNameError> {
         return Err(McpNameError::Empty);
     }
     if name.len() > MAX_NAME_BYTES {
-        return Err(McpNameError::TooLong {
-            name: name.to_owned(),
-            len: name.len(),
-        });
+        return Err(McpNameError::TooLong { name: name.to_owned(), len: name.len() });
     }
     let bytes = name.as_bytes();
     let mut id = String::with_capacity(name.len());
@@ -92,10 +78,7 @@ pub fn unescape(name: &str) -> Result<String, McpNameError> {
                     Some(b'd') => '.',
                     Some(b's') => '/',
                     _ => {
-                        return Err(McpNameError::BadEscape {
-                            name: name.to_owned(),
-                            offset,
-                        });
+                        return Err(McpNameError::BadEscape { name: name.to_owned(), offset });
                     }
                 };
                 id.push(decoded);
@@ -128,11 +111,7 @@ where
     for id in ids {
         let name = escape(id)?;
         if let Some(first) = seen.insert(name.clone(), id) {
-            return Err(McpNameError::Duplicate {
-                first: first.to_owned(),
-                second: id.to_owned(),
-                name,
-            });
+            return Err(McpNameError::Duplicate { first: first.to_owned(), second: id.to_owned(), name });
         }
         names.push(name);
     }
@@ -182,63 +161,40 @@ mod tests {
         let over = "a".repeat(65);
         let bad: &[(&str, String)] = &[
             ("", "MCP tool name is empty".into()),
-            (
-                &over,
-                format!("MCP tool name \"{over}\" is 65 bytes; at most 64 are allowed"),
-            ),
-            (
-                "a_",
-                r#"MCP tool name "a_": '_' at byte 1 must be followed by 'u', 'd' or 's'"#.into(),
-            ),
-            (
-                "a_x",
-                r#"MCP tool name "a_x": '_' at byte 1 must be followed by 'u', 'd' or 's'"#.into(),
-            ),
-            (
-                "a_U",
-                r#"MCP tool name "a_U": '_' at byte 1 must be followed by 'u', 'd' or 's'"#.into(),
-            ),
+            (&over, format!("MCP tool name \"{over}\" is 65 bytes; at most 64 are allowed")),
+            ("a_", r#"MCP tool name "a_": '_' at byte 1 must be followed by 'u', 'd' or 's'"#.into()),
+            ("a_x", r#"MCP tool name "a_x": '_' at byte 1 must be followed by 'u', 'd' or 's'"#.into()),
+            ("a_U", r#"MCP tool name "a_U": '_' at byte 1 must be followed by 'u', 'd' or 's'"#.into()),
             (
                 "Tools",
-                r#"MCP tool name "Tools" has "T" at byte 0; only a-z, 0-9, '-' and the escapes _u _d _s are decodable"#.into(),
+                r#"MCP tool name "Tools" has "T" at byte 0; only a-z, 0-9, '-' and the escapes _u _d _s are decodable"#
+                    .into(),
             ),
             (
                 "a.b",
-                r#"MCP tool name "a.b" has "." at byte 1; only a-z, 0-9, '-' and the escapes _u _d _s are decodable"#.into(),
+                r#"MCP tool name "a.b" has "." at byte 1; only a-z, 0-9, '-' and the escapes _u _d _s are decodable"#
+                    .into(),
             ),
             (
                 "aé",
-                r#"MCP tool name "aé" has "é" at byte 1; only a-z, 0-9, '-' and the escapes _u _d _s are decodable"#.into(),
+                r#"MCP tool name "aé" has "é" at byte 1; only a-z, 0-9, '-' and the escapes _u _d _s are decodable"#
+                    .into(),
             ),
         ];
         for (name, want) in bad {
-            assert_eq!(
-                unescape(name).unwrap_err().to_string(),
-                *want,
-                "unescaping {name:?}"
-            );
+            assert_eq!(unescape(name).unwrap_err().to_string(), *want, "unescaping {name:?}");
         }
         assert_eq!(unescape(&"a".repeat(64)).unwrap(), "a".repeat(64));
     }
 
     #[test]
     fn escape_surface_refuses_the_whole_surface() {
-        assert_eq!(
-            escape_surface(["tools.echo", "ailang-read"]).unwrap(),
-            vec!["tools_decho", "ailang-read"]
-        );
+        assert_eq!(escape_surface(["tools.echo", "ailang-read"]).unwrap(), vec!["tools_decho", "ailang-read"]);
         let over = "a".repeat(65);
-        assert!(matches!(
-            escape_surface(["tools.echo", over.as_str()]),
-            Err(McpNameError::EscapedTooLong { .. })
-        ));
+        assert!(matches!(escape_surface(["tools.echo", over.as_str()]), Err(McpNameError::EscapedTooLong { .. })));
         assert_eq!(
             escape_surface(["a.b", "a.b"]).unwrap_err(),
-            McpNameError::Duplicate {
-                first: "a.b".into(),
-                second: "a.b".into(),
-                name: "a_db".into()
-            }
+            McpNameError::Duplicate { first: "a.b".into(), second: "a.b".into(), name: "a_db".into() }
         );
     }
 

@@ -247,10 +247,7 @@ impl Revision {
     }
 
     pub fn entry(&self, id: &str) -> Option<&Descriptor> {
-        self.entries
-            .binary_search_by(|d| d.id.as_str().cmp(id))
-            .ok()
-            .map(|i| &self.entries[i])
+        self.entries.binary_search_by(|d| d.id.as_str().cmp(id)).ok().map(|i| &self.entries[i])
     }
 
     /// The first revision or the one after `current`, replacing or adding
@@ -319,12 +316,7 @@ impl EpochRegistry {
 /// An interpreter's release string: the first non-blank line of its
 /// `--version` output, trimmed.
 pub fn release_of(version_output: &str) -> String {
-    version_output
-        .lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or(UNPINNED_RELEASE)
-        .to_owned()
+    version_output.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or(UNPINNED_RELEASE).to_owned()
 }
 
 mod wire {
@@ -396,7 +388,9 @@ mod tests {
         assert_eq!(revision.entries[0].id.as_str(), "a.b", "entries sorted by id");
         let bytes = revision.encode();
         let text = String::from_utf8(bytes.clone()).unwrap();
-        assert!(text.starts_with("{\"entries\":[{\"access\":{\"cost\":0,\"effect\":\"world.apply\",\"scope\":\"world\"}"));
+        assert!(
+            text.starts_with("{\"entries\":[{\"access\":{\"cost\":0,\"effect\":\"world.apply\",\"scope\":\"world\"}")
+        );
         assert!(text.contains("\"inputSchema\":{\"maximum\":1.5,\"type\":\"object\"}"));
         assert!(text.contains("quickstart <transition> & \\\"more\\\""));
         assert!(text.ends_with(&format!(
@@ -425,7 +419,8 @@ mod tests {
     fn next_replaces_by_id_and_chains_to_the_head() {
         let first = Revision::next(None, vec![descriptor("tools.echo", 1)]).unwrap();
         let head = HashRef::of(&first.encode());
-        let second = Revision::next(Some((&head, &first)), vec![descriptor("tools.echo", 2), descriptor("b", 0)]).unwrap();
+        let second =
+            Revision::next(Some((&head, &first)), vec![descriptor("tools.echo", 2), descriptor("b", 0)]).unwrap();
         assert_eq!(second.revision, 2);
         assert_eq!(second.parent, Some(head));
         assert_eq!(second.entries.len(), 2);
