@@ -8,7 +8,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const ECHO: &str = "module quickstart/echo\n\nexport func main(input: string) -> string {\n  \"{\\\"echo\\\":${input}}\"\n}\n";
+const ECHO: &str =
+    "module quickstart/echo\n\nexport func main(input: string) -> string {\n  \"{\\\"echo\\\":${input}}\"\n}\n";
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -19,9 +20,7 @@ fn time_spawns(rounds: usize, mut make: impl FnMut() -> Command) -> Duration {
     let samples = (0..rounds)
         .map(|_| {
             let mut cmd = make();
-            cmd.stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .stdin(Stdio::null());
+            cmd.stdout(Stdio::null()).stderr(Stdio::null()).stdin(Stdio::null());
             let start = Instant::now();
             let status = cmd.status().expect("spawn");
             let elapsed = start.elapsed();
@@ -42,9 +41,7 @@ fn module_300_lines() -> String {
             "func step{i}(xs: [int]) -> [int] {{\n  let ys = map(\\x. x + {i}, xs);\n  let total = foldl(\\a x. a + x, 0, ys)\n  if total % 2 == 0 then ys else map(\\x. x - 1, ys)\n}}\n\n"
         ));
     }
-    src.push_str(
-        "export func main(input: string) -> string {\n  let xs = [1, 2, 3, 4, 5, 6, 7, 8]\n",
-    );
+    src.push_str("export func main(input: string) -> string {\n  let xs = [1, 2, 3, 4, 5, 6, 7, 8]\n");
     let chain = (0..50).fold("xs".to_string(), |acc, i| format!("step{i}({acc})"));
     src.push_str(&format!("  let result = {chain}\n"));
     src.push_str("  encode(jo([kv(\"input\", js(input)), kv(\"sum\", jint(foldl(\\a x. a + x, 0, result)))]))\n}\n");
@@ -79,18 +76,9 @@ fn main() {
     let _ = time_spawns(5, run);
     let baseline = time_spawns(rounds, || Command::new("/bin/true"));
     let echo = time_spawns(rounds, run);
-    println!(
-        "spawn /bin/true         median {:>9.3} ms",
-        baseline.as_secs_f64() * 1e3
-    );
-    println!(
-        "spawn ailang run echo   median {:>9.3} ms",
-        echo.as_secs_f64() * 1e3
-    );
-    println!(
-        "ratio ailang/true       {:.2}x (target <= 3x)",
-        echo.as_secs_f64() / baseline.as_secs_f64()
-    );
+    println!("spawn /bin/true         median {:>9.3} ms", baseline.as_secs_f64() * 1e3);
+    println!("spawn ailang run echo   median {:>9.3} ms", echo.as_secs_f64() * 1e3);
+    println!("ratio ailang/true       {:.2}x (target <= 3x)", echo.as_secs_f64() / baseline.as_secs_f64());
 
     let source = module_300_lines();
     let lines = source.lines().count();
@@ -101,10 +89,7 @@ fn main() {
         std::hint::black_box(value);
     }
     let per_run = start.elapsed() / iterations;
-    println!(
-        "in-process parse+run of a {lines}-line module: {:.3} ms per run",
-        per_run.as_secs_f64() * 1e3
-    );
+    println!("in-process parse+run of a {lines}-line module: {:.3} ms per run", per_run.as_secs_f64() * 1e3);
     println!(
         "ratio in-process {lines}-line run / spawn /bin/true: {:.2}x",
         per_run.as_secs_f64() / baseline.as_secs_f64()

@@ -15,23 +15,14 @@ pub enum ArgError {
     #[error("invalid JSON: {0}")]
     InvalidJson(String),
     #[error("ARG_DECODE_MISMATCH: expected {expected}, got {got}\n  {reason}")]
-    Mismatch {
-        expected: String,
-        got: String,
-        reason: String,
-    },
+    Mismatch { expected: String, got: String, reason: String },
     #[error("unsupported parameter type {0} for an entrypoint argument")]
     Unsupported(String),
 }
 
 /// Decode `json` for a parameter declared as `ty` (`None`: undeclared, guess from the JSON).
-pub fn decode_argument(
-    json: &str,
-    ty: Option<&TypeExpr>,
-    program: &Program,
-) -> Result<Value, ArgError> {
-    let parsed = decode(json, DecodeMode::Whole)
-        .map_err(|e| ArgError::InvalidJson(e.unmarshal_message()))?;
+pub fn decode_argument(json: &str, ty: Option<&TypeExpr>, program: &Program) -> Result<Value, ArgError> {
+    let parsed = decode(json, DecodeMode::Whole).map_err(|e| ArgError::InvalidJson(e.unmarshal_message()))?;
     convert(&parsed, ty, program, 0)
 }
 
@@ -44,19 +35,10 @@ fn parts(v: &Value) -> (&str, Option<&Value>) {
 }
 
 fn mismatch(ty: &TypeExpr, v: &Value, reason: &str) -> ArgError {
-    ArgError::Mismatch {
-        expected: type_text(ty),
-        got: go_text(v),
-        reason: reason.into(),
-    }
+    ArgError::Mismatch { expected: type_text(ty), got: go_text(v), reason: reason.into() }
 }
 
-fn convert(
-    v: &Value,
-    ty: Option<&TypeExpr>,
-    program: &Program,
-    depth: usize,
-) -> Result<Value, ArgError> {
+fn convert(v: &Value, ty: Option<&TypeExpr>, program: &Program, depth: usize) -> Result<Value, ArgError> {
     let Some(ty) = ty else { return Ok(guess(v)) };
     let (ctor, payload) = parts(v);
     match ty {
@@ -120,10 +102,7 @@ fn convert(
                 let Some(field_value) = found else {
                     return Err(mismatch(ty, v, &format!("missing required field '{name}'")));
                 };
-                out.push((
-                    name.clone(),
-                    convert(field_value, Some(field_ty), program, depth)?,
-                ));
+                out.push((name.clone(), convert(field_value, Some(field_ty), program, depth)?));
             }
             Ok(Value::record(out))
         }
@@ -132,17 +111,14 @@ fn convert(
 }
 
 fn is_type_variable(name: &str) -> bool {
-    name.starts_with(|c: char| c.is_lowercase())
-        && !matches!(name, "string" | "int" | "float" | "bool" | "bytes")
+    name.starts_with(|c: char| c.is_lowercase()) && !matches!(name, "string" | "int" | "float" | "bool" | "bytes")
 }
 
 /// A parameter with no usable declared type takes the JSON's own shape.
 fn guess(v: &Value) -> Value {
     match parts(v) {
         ("JNull", _) => Value::Unit,
-        ("JArray", Some(Value::List(items))) => {
-            Value::List(List::from_vec(items.iter().map(guess).collect()))
-        }
+        ("JArray", Some(Value::List(items))) => Value::List(List::from_vec(items.iter().map(guess).collect())),
         ("JObject", Some(Value::List(entries))) => {
             let mut fields: Vec<(Name, Value)> = Vec::new();
             for e in entries.iter() {
@@ -164,28 +140,16 @@ pub fn type_text(ty: &TypeExpr) -> String {
     match ty {
         TypeExpr::Unit => "()".into(),
         TypeExpr::Named(n, args) if args.is_empty() => n.to_string(),
-        TypeExpr::Named(n, args) => format!(
-            "{n}[{}]",
-            args.iter().map(type_text).collect::<Vec<_>>().join(", ")
-        ),
+        TypeExpr::Named(n, args) => format!("{n}[{}]", args.iter().map(type_text).collect::<Vec<_>>().join(", ")),
         TypeExpr::List(inner) => format!("[{}]", type_text(inner)),
-        TypeExpr::Tuple(items) => format!(
-            "({})",
-            items.iter().map(type_text).collect::<Vec<_>>().join(", ")
-        ),
+        TypeExpr::Tuple(items) => format!("({})", items.iter().map(type_text).collect::<Vec<_>>().join(", ")),
         TypeExpr::Record { fields, .. } => format!(
             "{{{}}}",
-            fields
-                .iter()
-                .map(|(k, t)| format!("{k}: {}", type_text(t)))
-                .collect::<Vec<_>>()
-                .join(", ")
+            fields.iter().map(|(k, t)| format!("{k}: {}", type_text(t))).collect::<Vec<_>>().join(", ")
         ),
-        TypeExpr::Func(params, ret) => format!(
-            "({}) -> {}",
-            params.iter().map(type_text).collect::<Vec<_>>().join(", "),
-            type_text(ret)
-        ),
+        TypeExpr::Func(params, ret) => {
+            format!("({}) -> {}", params.iter().map(type_text).collect::<Vec<_>>().join(", "), type_text(ret))
+        }
     }
 }
 
@@ -197,10 +161,7 @@ pub fn go_text(v: &Value) -> String {
         ("JNumber", Some(Value::Float(f))) => go_float(*f),
         ("JString", Some(Value::Str(s))) => s.to_string(),
         ("JArray", Some(Value::List(items))) => {
-            format!(
-                "[{}]",
-                items.iter().map(go_text).collect::<Vec<_>>().join(" ")
-            )
+            format!("[{}]", items.iter().map(go_text).collect::<Vec<_>>().join(" "))
         }
         ("JObject", Some(Value::List(entries))) => {
             // A Go map keeps the last duplicate and prints keys sorted.
@@ -212,13 +173,7 @@ pub fn go_text(v: &Value) -> String {
                 }
             }
             map.sort();
-            format!(
-                "map[{}]",
-                map.iter()
-                    .map(|(k, v)| format!("{k}:{v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            )
+            format!("map[{}]", map.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(" "))
         }
         _ => "<nil>".into(),
     }
@@ -228,11 +183,7 @@ pub fn go_text(v: &Value) -> String {
 /// (strconv's `'g'` with shortest precision).
 pub fn go_float(f: f64) -> String {
     if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
+        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
     }
     let sci = format!("{f:e}");
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));

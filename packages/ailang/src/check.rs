@@ -7,11 +7,7 @@ use crate::loader::Program;
 use std::collections::HashMap;
 
 pub fn check_program(program: &Program, file: &str) -> Vec<Diagnostic> {
-    let mut checker = Checker {
-        globals: program,
-        locals: Vec::new(),
-        errors: Vec::new(),
-    };
+    let mut checker = Checker { globals: program, locals: Vec::new(), errors: Vec::new() };
     for decl in &program.module.decls {
         match decl {
             Decl::Func(f) => {
@@ -37,11 +33,7 @@ pub fn check_program(program: &Program, file: &str) -> Vec<Diagnostic> {
             Decl::Type(_) => {}
         }
     }
-    checker
-        .errors
-        .into_iter()
-        .map(|d| d.in_file(file))
-        .collect()
+    checker.errors.into_iter().map(|d| d.in_file(file)).collect()
 }
 
 struct Checker<'a> {
@@ -57,11 +49,7 @@ impl Checker<'_> {
 
     fn arity(&mut self, name: &Name, got: usize, pos: Pos) {
         let Some(&expected) = self.globals.ctor_arity.get(name) else {
-            self.errors.push(Diagnostic::at(
-                "TC002",
-                format!("unknown constructor: {name}"),
-                pos,
-            ));
+            self.errors.push(Diagnostic::at("TC002", format!("unknown constructor: {name}"), pos));
             return;
         };
         // `C()` passes a unit argument to a one-field constructor.
@@ -76,11 +64,7 @@ impl Checker<'_> {
 
     fn expr(&mut self, e: &Expr) {
         match &e.kind {
-            ExprKind::Int(_)
-            | ExprKind::Float(_)
-            | ExprKind::Str(_)
-            | ExprKind::Bool(_)
-            | ExprKind::Unit => {}
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::Unit => {}
             ExprKind::Interp(parts) => {
                 for part in parts {
                     if let InterpPart::Expr(x) = part {
@@ -95,15 +79,13 @@ impl Checker<'_> {
                     } else {
                         "unbound variable"
                     };
-                    self.errors
-                        .push(Diagnostic::at("TC002", format!("{what}: {name}"), e.pos));
+                    self.errors.push(Diagnostic::at("TC002", format!("{what}: {name}"), e.pos));
                 }
             }
             ExprKind::Call(callee, args) => {
                 match &callee.kind {
                     ExprKind::Var(name)
-                        if !self.locals.iter().any(|l| l == name)
-                            && self.globals.ctor_arity.contains_key(name) =>
+                        if !self.locals.iter().any(|l| l == name) && self.globals.ctor_arity.contains_key(name) =>
                     {
                         self.arity(name, args.len(), callee.pos)
                     }
@@ -149,12 +131,7 @@ impl Checker<'_> {
                     self.locals.truncate(base);
                 }
             }
-            ExprKind::Let {
-                pat,
-                value,
-                body,
-                recursive,
-            } => {
+            ExprKind::Let { pat, value, body, recursive } => {
                 let base = self.locals.len();
                 if *recursive {
                     self.pattern(pat);
@@ -191,11 +168,7 @@ impl Checker<'_> {
         let mut seen: HashMap<&str, ()> = HashMap::new();
         for (name, value) in fields {
             if seen.insert(name, ()).is_some() {
-                self.errors.push(Diagnostic::at(
-                    "TC001",
-                    format!("duplicate field '{name}' in record"),
-                    pos,
-                ));
+                self.errors.push(Diagnostic::at("TC001", format!("duplicate field '{name}' in record"), pos));
             }
             self.expr(value);
         }

@@ -17,11 +17,7 @@ use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::rc::Rc;
 
-pub const RELEASE: &str = concat!(
-    "ailang-rs ",
-    env!("CARGO_PKG_VERSION"),
-    " (AILANG v0.41 compatible)"
-);
+pub const RELEASE: &str = concat!("ailang-rs ", env!("CARGO_PKG_VERSION"), " (AILANG v0.41 compatible)");
 
 const USAGE: &str = "\
 Usage:
@@ -94,11 +90,7 @@ struct Flags {
 
 impl Flags {
     fn get(&self, name: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.values.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     fn is_set(&self, name: &str) -> bool {
@@ -121,11 +113,7 @@ fn parse_flags(args: &[String], bools: &[&str], valued: &[&str]) -> Result<Flags
             flags.positional.extend(args[i + 1..].iter().cloned());
             break;
         }
-        let Some(body) = arg
-            .strip_prefix("--")
-            .or_else(|| arg.strip_prefix('-'))
-            .filter(|b| !b.is_empty())
-        else {
+        let Some(body) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')).filter(|b| !b.is_empty()) else {
             flags.positional.extend(args[i..].iter().cloned());
             break;
         };
@@ -139,9 +127,7 @@ fn parse_flags(args: &[String], bools: &[&str], valued: &[&str]) -> Result<Flags
         if bools.contains(&name) {
             let value = inline.unwrap_or_else(|| "true".into());
             if value != "true" && value != "false" {
-                return Err(FlagError::Bad(format!(
-                    "invalid boolean value {value:?} for -{name}"
-                )));
+                return Err(FlagError::Bad(format!("invalid boolean value {value:?} for -{name}")));
             }
             flags.values.push((name.to_string(), value));
         } else if valued.contains(&name) {
@@ -149,28 +135,19 @@ fn parse_flags(args: &[String], bools: &[&str], valued: &[&str]) -> Result<Flags
                 Some(v) => v,
                 None => {
                     i += 1;
-                    args.get(i)
-                        .cloned()
-                        .ok_or_else(|| FlagError::Bad(format!("flag needs an argument: -{name}")))?
+                    args.get(i).cloned().ok_or_else(|| FlagError::Bad(format!("flag needs an argument: -{name}")))?
                 }
             };
             flags.values.push((name.to_string(), value));
         } else {
-            return Err(FlagError::Bad(format!(
-                "flag provided but not defined: -{name}"
-            )));
+            return Err(FlagError::Bad(format!("flag provided but not defined: -{name}")));
         }
         i += 1;
     }
     Ok(flags)
 }
 
-fn flags_or_exit(
-    args: &[String],
-    bools: &[&str],
-    valued: &[&str],
-    io: &mut Io<'_>,
-) -> Result<Flags, i32> {
+fn flags_or_exit(args: &[String], bools: &[&str], valued: &[&str], io: &mut Io<'_>) -> Result<Flags, i32> {
     match parse_flags(args, bools, valued) {
         Ok(f) => Ok(f),
         Err(FlagError::Help) => {
@@ -192,20 +169,8 @@ fn read_source(file: &str, io: &mut Io<'_>) -> Result<String, i32> {
 }
 
 /// Load and structurally check a file, printing every error; `None` when it failed.
-fn load_checked(
-    file: &str,
-    source: &str,
-    relax: bool,
-    quiet: bool,
-    io: &mut Io<'_>,
-) -> Option<Program> {
-    let loaded = load(
-        source,
-        file,
-        LoadOptions {
-            relax_modules: relax,
-        },
-    );
+fn load_checked(file: &str, source: &str, relax: bool, quiet: bool, io: &mut Io<'_>) -> Option<Program> {
+    let loaded = load(source, file, LoadOptions { relax_modules: relax });
     if !quiet {
         for w in &loaded.warnings {
             let _ = writeln!(io.err, "Warning: {w}");
@@ -229,20 +194,8 @@ fn interp_for(program: &Program, max_depth: usize, caps: HashSet<String>) -> Int
 }
 
 fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
-    let bools = [
-        "quiet",
-        "relax-modules",
-        "print",
-        "no-print",
-        "verify-contracts",
-    ];
-    let valued = [
-        "entry",
-        "args-json",
-        "args-file",
-        "caps",
-        "max-recursion-depth",
-    ];
+    let bools = ["quiet", "relax-modules", "print", "no-print", "verify-contracts"];
+    let valued = ["entry", "args-json", "args-file", "caps", "max-recursion-depth"];
     let flags = match flags_or_exit(args, &bools, &valued, io) {
         Ok(f) => f,
         Err(code) => return code,
@@ -263,26 +216,17 @@ fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     };
     let caps: HashSet<String> = match flags.get("caps") {
-        Some("auto") => ["IO", "FS", "Net", "Env", "Process", "Clock", "AI", "Rand"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-        Some(list) => list
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .collect(),
+        Some("auto") => {
+            ["IO", "FS", "Net", "Env", "Process", "Clock", "AI", "Rand"].iter().map(|s| s.to_string()).collect()
+        }
+        Some(list) => list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
         None => HashSet::new(),
     };
     // The argument source is settled before anything else: its failures exit 2.
     let argument_given = flags.get("args-json").is_some() || flags.get("args-file").is_some();
     let argument = match (flags.get("args-json"), flags.get("args-file")) {
         (Some(_), Some(_)) => {
-            let _ = writeln!(
-                io.err,
-                "Error: --args-json and --args-file cannot both be given"
-            );
+            let _ = writeln!(io.err, "Error: --args-json and --args-file cannot both be given");
             return 2;
         }
         (None, Some(path)) => match std::fs::read(path) {
@@ -332,11 +276,8 @@ fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
         Ok(Selected::Named(f)) => f,
         Ok(Selected::Auto(f)) => {
             if argument_given {
-                let _ = writeln!(
-                    io.err,
-                    "Error: entrypoint '{}' takes no arguments, but --args-json was provided",
-                    f.name
-                );
+                let _ =
+                    writeln!(io.err, "Error: entrypoint '{}' takes no arguments, but --args-json was provided", f.name);
                 return 1;
             }
             f
@@ -386,11 +327,7 @@ fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
 /// File and stdin arguments lose a UTF-8 BOM and trailing whitespace; empty is refused.
 fn clean_argument(bytes: Vec<u8>) -> Option<String> {
     let text = String::from_utf8(bytes).ok()?;
-    let text = text
-        .strip_prefix('\u{feff}')
-        .unwrap_or(&text)
-        .trim_end()
-        .to_string();
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text).trim_end().to_string();
     if text.is_empty() { None } else { Some(text) }
 }
 
@@ -408,15 +345,9 @@ fn select_entry(program: &Program, name: &str) -> Result<Selected, String> {
     if let Some(f) = program.exported_funcs().find(|f| &*f.name == name) {
         return Ok(Selected::Named(f.clone()));
     }
-    let exports: Vec<String> = program
-        .exported_funcs()
-        .map(|f| f.name.to_string())
-        .collect();
+    let exports: Vec<String> = program.exported_funcs().map(|f| f.name.to_string()).collect();
     if name == "main" {
-        let zero_arg: Vec<&Rc<FuncDecl>> = program
-            .exported_funcs()
-            .filter(|f| takes_no_arguments(f))
-            .collect();
+        let zero_arg: Vec<&Rc<FuncDecl>> = program.exported_funcs().filter(|f| takes_no_arguments(f)).collect();
         match zero_arg.as_slice() {
             [only] => return Ok(Selected::Auto((*only).clone())),
             [] => {}
@@ -428,24 +359,13 @@ fn select_entry(program: &Program, name: &str) -> Result<Selected, String> {
         }
     }
     if program.func(name).is_some() {
-        return Err(format!(
-            "entrypoint '{name}' is not exported\nAvailable exports: [{}]",
-            exports.join(" ")
-        ));
+        return Err(format!("entrypoint '{name}' is not exported\nAvailable exports: [{}]", exports.join(" ")));
     }
-    Err(format!(
-        "entrypoint '{name}' not found in module\nAvailable exports: [{}]",
-        exports.join(" ")
-    ))
+    Err(format!("entrypoint '{name}' not found in module\nAvailable exports: [{}]", exports.join(" ")))
 }
 
 fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
-    let flags = match flags_or_exit(
-        args,
-        &["relax-modules", "quiet"],
-        &["max-recursion-depth"],
-        io,
-    ) {
+    let flags = match flags_or_exit(args, &["relax-modules", "quiet"], &["max-recursion-depth"], io) {
         Ok(f) => f,
         Err(code) => return code,
     };
@@ -471,13 +391,7 @@ fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
                         Ok(()) => passed += 1,
                         Err(why) => {
                             failed += 1;
-                            let _ = writeln!(
-                                io.out,
-                                "FAIL {} row {} (line {}): {why}",
-                                f.name,
-                                i + 1,
-                                row.pos.line
-                            );
+                            let _ = writeln!(io.out, "FAIL {} row {} (line {}): {why}", f.name, i + 1, row.pos.line);
                         }
                     }
                 }
@@ -486,20 +400,11 @@ fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
                 Ok(Value::Bool(true)) => passed += 1,
                 Ok(other) => {
                     failed += 1;
-                    let _ = writeln!(
-                        io.out,
-                        "FAIL test \"{name}\" (line {}): got {}",
-                        pos.line,
-                        show(&other)
-                    );
+                    let _ = writeln!(io.out, "FAIL test \"{name}\" (line {}): got {}", pos.line, show(&other));
                 }
                 Err(e) => {
                     failed += 1;
-                    let _ = writeln!(
-                        io.out,
-                        "FAIL test \"{name}\" (line {}): error: {e}",
-                        pos.line
-                    );
+                    let _ = writeln!(io.out, "FAIL test \"{name}\" (line {}): error: {e}", pos.line);
                 }
             },
             Decl::Type(_) => {}
@@ -511,29 +416,19 @@ fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
 
 /// One inline test row: a tuple input is spread over several parameters.
 fn run_row(interp: &mut Interp, f: &Rc<FuncDecl>, row: &crate::ast::TestRow) -> Result<(), String> {
-    let input = interp
-        .eval(&row.input, &None)
-        .map_err(|e| format!("input error: {e}"))?;
-    let expected = interp
-        .eval(&row.expected, &None)
-        .map_err(|e| format!("expected-value error: {e}"))?;
+    let input = interp.eval(&row.input, &None).map_err(|e| format!("input error: {e}"))?;
+    let expected = interp.eval(&row.expected, &None).map_err(|e| format!("expected-value error: {e}"))?;
     let args = match &input {
-        Value::Tuple(items) if f.params.len() > 1 && items.0.len() == f.params.len() => {
-            items.0.clone()
-        }
+        Value::Tuple(items) if f.params.len() > 1 && items.0.len() == f.params.len() => items.0.clone(),
         other => vec![other.clone()],
     };
     let shown_input = show_quoted(&input);
-    let got = interp
-        .call_decl(f, args)
-        .map_err(|e| format!("input {shown_input}: error: {e}"))?;
+    let got = interp.call_decl(f, args).map_err(|e| format!("input {shown_input}: error: {e}"))?;
     match equal(&got, &expected) {
         Ok(true) => Ok(()),
-        Ok(false) => Err(format!(
-            "input {shown_input}: expected {}, got {}",
-            show_quoted(&expected),
-            show_quoted(&got)
-        )),
+        Ok(false) => {
+            Err(format!("input {shown_input}: expected {}, got {}", show_quoted(&expected), show_quoted(&got)))
+        }
         Err(e) => Err(format!("input {shown_input}: cannot compare: {e}")),
     }
 }
@@ -541,21 +436,13 @@ fn run_row(interp: &mut Interp, f: &Rc<FuncDecl>, row: &crate::ast::TestRow) -> 
 /// `show`, but with top-level strings quoted so that failure lines are unambiguous.
 fn show_quoted(v: &Value) -> String {
     match v {
-        Value::Str(_) => show(&Value::list(vec![v.clone()]))
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string(),
+        Value::Str(_) => show(&Value::list(vec![v.clone()])).trim_start_matches('[').trim_end_matches(']').to_string(),
         other => show(other),
     }
 }
 
 fn check_command(args: &[String], io: &mut Io<'_>) -> i32 {
-    let flags = match flags_or_exit(
-        args,
-        &["json", "quiet", "relax-modules", "strict-syntax"],
-        &["timeout"],
-        io,
-    ) {
+    let flags = match flags_or_exit(args, &["json", "quiet", "relax-modules", "strict-syntax"], &["timeout"], io) {
         Ok(f) => f,
         Err(code) => return code,
     };
@@ -567,19 +454,9 @@ fn check_command(args: &[String], io: &mut Io<'_>) -> i32 {
     let quiet = flags.is_set("quiet") || json;
     let relax = flags.is_set("relax-modules") || io.relax_env;
     let errors: Vec<Diagnostic> = match std::fs::read_to_string(&file) {
-        Err(e) => vec![Diagnostic::new(
-            "ERROR",
-            format!("cannot read file '{file}': {e}"),
-            None,
-        )],
+        Err(e) => vec![Diagnostic::new("ERROR", format!("cannot read file '{file}': {e}"), None)],
         Ok(source) => {
-            let loaded = load(
-                &source,
-                &file,
-                LoadOptions {
-                    relax_modules: relax,
-                },
-            );
+            let loaded = load(&source, &file, LoadOptions { relax_modules: relax });
             if !quiet {
                 for w in &loaded.warnings {
                     let _ = writeln!(io.err, "Warning: {w}");
@@ -626,30 +503,14 @@ pub fn check_report_json(file: &str, errors: &[Diagnostic]) -> String {
     out.push_str("  \"errors\": [\n");
     for (i, e) in errors.iter().enumerate() {
         out.push_str("    {\n");
-        let mut fields = vec![
-            format!("\"code\": {}", q(&e.code)),
-            format!("\"message\": {}", q(&e.message)),
-        ];
-        fields.push(format!(
-            "\"file\": {}",
-            q(e.file.as_deref().unwrap_or(file))
-        ));
+        let mut fields = vec![format!("\"code\": {}", q(&e.code)), format!("\"message\": {}", q(&e.message))];
+        fields.push(format!("\"file\": {}", q(e.file.as_deref().unwrap_or(file))));
         if let Some(pos) = e.pos {
             fields.push(format!("\"line\": {}", pos.line));
             fields.push(format!("\"column\": {}", pos.col));
         }
-        out.push_str(
-            &fields
-                .iter()
-                .map(|f| format!("      {f}"))
-                .collect::<Vec<_>>()
-                .join(",\n"),
-        );
-        out.push_str(if i + 1 == errors.len() {
-            "\n    }\n"
-        } else {
-            "\n    },\n"
-        });
+        out.push_str(&fields.iter().map(|f| format!("      {f}")).collect::<Vec<_>>().join(",\n"));
+        out.push_str(if i + 1 == errors.len() { "\n    }\n" } else { "\n    },\n" });
     }
     out.push_str("  ]\n}");
     out

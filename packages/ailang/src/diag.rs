@@ -35,12 +35,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(code: &str, message: impl Into<String>, pos: Option<Pos>) -> Self {
-        Diagnostic {
-            code: code.to_string(),
-            message: message.into(),
-            file: None,
-            pos,
-        }
+        Diagnostic { code: code.to_string(), message: message.into(), file: None, pos }
     }
 
     pub fn at(code: &str, message: impl Into<String>, pos: Pos) -> Self {

@@ -38,17 +38,8 @@ fn coerce_float(declared_float: bool, v: Value) -> Value {
 }
 
 impl Interp {
-    pub fn new(
-        globals: HashMap<Name, Value>,
-        max_depth: usize,
-        capabilities: HashSet<String>,
-    ) -> Self {
-        Interp {
-            globals,
-            depth: 0,
-            max_depth,
-            capabilities,
-        }
+    pub fn new(globals: HashMap<Name, Value>, max_depth: usize, capabilities: HashSet<String>) -> Self {
+        Interp { globals, depth: 0, max_depth, capabilities }
     }
 
     pub fn global(&self, name: &str) -> Option<&Value> {
@@ -60,19 +51,14 @@ impl Interp {
     }
 
     fn recursion_error(&self) -> Diagnostic {
-        rt(
-            "RT_RECURSION",
-            format!("maximum recursion depth exceeded ({})", self.max_depth),
-        )
+        rt("RT_RECURSION", format!("maximum recursion depth exceeded ({})", self.max_depth))
     }
 
     pub fn eval(&mut self, expr: &Expr, env: &Env) -> Result<Value, Diagnostic> {
         if stack::exhausted() {
-            return Err(rt(
-                "RT_RECURSION",
-                "maximum recursion depth exceeded (native stack exhausted)",
-            )
-            .in_pos(expr.pos));
+            return Err(
+                rt("RT_RECURSION", "maximum recursion depth exceeded (native stack exhausted)").in_pos(expr.pos)
+            );
         }
         self.eval_inner(expr, env).map_err(|d| d.in_pos(expr.pos))
     }
@@ -111,10 +97,7 @@ impl Interp {
                 match value.field(field) {
                     Some(v) => v.clone(),
                     None => {
-                        return Err(type_error(format!(
-                            "no field '{field}' on {}",
-                            value.type_name()
-                        )));
+                        return Err(type_error(format!("no field '{field}' on {}", value.type_name())));
                     }
                 }
             }
@@ -156,10 +139,9 @@ impl Interp {
                 }
                 Value::list(values)
             }
-            ExprKind::Lambda(lambda) => Value::Func(Rc::new(Callable::Closure {
-                lambda: lambda.clone(),
-                env: env.clone(),
-            })),
+            ExprKind::Lambda(lambda) => {
+                Value::Func(Rc::new(Callable::Closure { lambda: lambda.clone(), env: env.clone() }))
+            }
             ExprKind::If(cond, then, otherwise) => {
                 if as_bool(&self.eval(cond, env)?, "if condition")? {
                     self.eval(then, env)?
@@ -181,17 +163,9 @@ impl Interp {
                     }
                     return self.eval(&arm.body, &arm_env);
                 }
-                return Err(rt(
-                    "RT_MATCH",
-                    format!("no pattern matched value {}", show(&value)),
-                ));
+                return Err(rt("RT_MATCH", format!("no pattern matched value {}", show(&value))));
             }
-            ExprKind::Let {
-                pat,
-                value,
-                body,
-                recursive,
-            } => {
+            ExprKind::Let { pat, value, body, recursive } => {
                 let mut inner = env.clone();
                 self.bind_let(pat, value, *recursive, &mut inner)?;
                 self.eval(body, &inner)?
@@ -234,46 +208,26 @@ impl Interp {
         if let Some(v) = lookup(env, name) {
             return Ok(v.clone());
         }
-        self.globals
-            .get(name)
-            .cloned()
-            .ok_or_else(|| rt("TC002", format!("unbound variable: {name}")))
+        self.globals.get(name).cloned().ok_or_else(|| rt("TC002", format!("unbound variable: {name}")))
     }
 
-    fn bind_let(
-        &mut self,
-        pat: &Pattern,
-        value: &Expr,
-        recursive: bool,
-        env: &mut Env,
-    ) -> Result<(), Diagnostic> {
+    fn bind_let(&mut self, pat: &Pattern, value: &Expr, recursive: bool, env: &mut Env) -> Result<(), Diagnostic> {
         let v = match (&pat.kind, &value.kind, recursive) {
-            (PatKind::Var(name), ExprKind::Lambda(lambda), true) => {
-                Value::Func(Rc::new(Callable::RecClosure {
-                    lambda: lambda.clone(),
-                    env: env.clone(),
-                    name: name.clone(),
-                }))
-            }
+            (PatKind::Var(name), ExprKind::Lambda(lambda), true) => Value::Func(Rc::new(Callable::RecClosure {
+                lambda: lambda.clone(),
+                env: env.clone(),
+                name: name.clone(),
+            })),
             _ => self.eval(value, env)?,
         };
         if !self.bind_pattern(pat, &v, env)? {
-            return Err(rt(
-                "RT_MATCH",
-                format!("let pattern did not match value {}", show(&v)),
-            )
-            .in_pos(pat.pos));
+            return Err(rt("RT_MATCH", format!("let pattern did not match value {}", show(&v))).in_pos(pat.pos));
         }
         Ok(())
     }
 
     /// Match `value` against `pat`, extending `env` with the bindings on success.
-    pub fn bind_pattern(
-        &mut self,
-        pat: &Pattern,
-        value: &Value,
-        env: &mut Env,
-    ) -> Result<bool, Diagnostic> {
+    pub fn bind_pattern(&mut self, pat: &Pattern, value: &Value, env: &mut Env) -> Result<bool, Diagnostic> {
         if stack::exhausted() {
             return Err(self.recursion_error());
         }
@@ -341,8 +295,7 @@ impl Interp {
                     return Ok(false);
                 };
                 let tail = Value::List(tail.clone());
-                self.bind_pattern(head_pat, head, env)?
-                    && self.bind_pattern(tail_pat, &tail, env)?
+                self.bind_pattern(head_pat, head, env)? && self.bind_pattern(tail_pat, &tail, env)?
             }
             (PatKind::Record { fields, .. }, v @ (Value::Record(_) | Value::Ctor(_))) => {
                 for (name, p) in fields {
@@ -363,10 +316,7 @@ impl Interp {
     /// Call a function value. `f()` passes a unit argument to a one-parameter function.
     pub fn apply(&mut self, f: &Value, mut args: Vec<Value>) -> Result<Value, Diagnostic> {
         let Value::Func(callable) = f else {
-            return Err(type_error(format!(
-                "cannot call a value of type {}",
-                f.type_name()
-            )));
+            return Err(type_error(format!("cannot call a value of type {}", f.type_name())));
         };
         match &**callable {
             Callable::Func(decl) => {
@@ -387,23 +337,13 @@ impl Interp {
                 }
                 (native.run)(self, args)
             }
-            Callable::Ctor {
-                name,
-                arity,
-                float_fields,
-            } => {
+            Callable::Ctor { name, arity, float_fields } => {
                 if args.len() != *arity {
                     return Err(arity_error(name, *arity, args.len()));
                 }
-                let args = args
-                    .into_iter()
-                    .zip(float_fields.iter())
-                    .map(|(v, is_float)| coerce_float(*is_float, v))
-                    .collect();
-                Ok(Value::Ctor(Rc::new(CtorValue {
-                    name: name.clone(),
-                    args: Seq(args),
-                })))
+                let args =
+                    args.into_iter().zip(float_fields.iter()).map(|(v, is_float)| coerce_float(*is_float, v)).collect();
+                Ok(Value::Ctor(Rc::new(CtorValue { name: name.clone(), args: Seq(args) })))
             }
         }
     }
@@ -416,11 +356,7 @@ impl Interp {
         Ok(())
     }
 
-    pub fn call_decl(
-        &mut self,
-        decl: &Rc<FuncDecl>,
-        mut args: Vec<Value>,
-    ) -> Result<Value, Diagnostic> {
+    pub fn call_decl(&mut self, decl: &Rc<FuncDecl>, mut args: Vec<Value>) -> Result<Value, Diagnostic> {
         if args.is_empty() && decl.params.len() == 1 {
             args.push(Value::Unit);
         }
@@ -440,12 +376,7 @@ impl Interp {
         Ok(coerce_float(is_float_type(&decl.ret), result?))
     }
 
-    fn call_lambda(
-        &mut self,
-        lambda: &Lambda,
-        mut env: Env,
-        mut args: Vec<Value>,
-    ) -> Result<Value, Diagnostic> {
+    fn call_lambda(&mut self, lambda: &Lambda, mut env: Env, mut args: Vec<Value>) -> Result<Value, Diagnostic> {
         if args.is_empty() && lambda.params.len() == 1 {
             args.push(Value::Unit);
         }
@@ -454,11 +385,7 @@ impl Interp {
         }
         for (param, arg) in lambda.params.iter().zip(args) {
             if &*param.name != "_" {
-                env = bind(
-                    &env,
-                    param.name.clone(),
-                    coerce_float(is_float_type(&param.ty), arg),
-                );
+                env = bind(&env, param.name.clone(), coerce_float(is_float_type(&param.ty), arg));
             }
         }
         self.enter_call()?;
@@ -469,10 +396,7 @@ impl Interp {
 }
 
 fn arity_error(name: &str, expected: usize, got: usize) -> Diagnostic {
-    rt(
-        "RT_ARITY",
-        format!("'{name}' expects {expected} argument(s), got {got}"),
-    )
+    rt("RT_ARITY", format!("'{name}' expects {expected} argument(s), got {got}"))
 }
 
 impl Diagnostic {
@@ -492,10 +416,7 @@ fn unary(op: UnaryOp, v: Value) -> Result<Value, Diagnostic> {
         (UnaryOp::Not, Value::Bool(b)) => Value::Bool(!b),
         (UnaryOp::BitNot, Value::Int(n)) => Value::Int(!n),
         (op, v) => {
-            return Err(type_error(format!(
-                "operator {op:?} does not apply to {}",
-                v.type_name()
-            )));
+            return Err(type_error(format!("operator {op:?} does not apply to {}", v.type_name())));
         }
     })
 }
@@ -538,26 +459,13 @@ fn shift(n: i64, count: i64, left: bool) -> Result<i64, Diagnostic> {
 /// Float division as the reference's runtime does it: a zero divisor gives ±Inf by the
 /// dividend's sign (so `0.0 / 0.0` is +Inf, not NaN).
 pub fn float_div(a: f64, b: f64) -> f64 {
-    if b == 0.0 {
-        if a >= 0.0 {
-            f64::INFINITY
-        } else {
-            f64::NEG_INFINITY
-        }
-    } else {
-        a / b
-    }
+    if b == 0.0 { if a >= 0.0 { f64::INFINITY } else { f64::NEG_INFINITY } } else { a / b }
 }
 
 pub fn binary(op: BinOp, left: Value, right: Value) -> Result<Value, Diagnostic> {
     use Value::{Float, Int};
     let mismatch = |l: &Value, r: &Value| {
-        type_error(format!(
-            "operator {} does not apply to {} and {}",
-            op.symbol(),
-            l.type_name(),
-            r.type_name()
-        ))
+        type_error(format!("operator {} does not apply to {} and {}", op.symbol(), l.type_name(), r.type_name()))
     };
     Ok(match op {
         BinOp::Eq => Value::Bool(equal(&left, &right)?),

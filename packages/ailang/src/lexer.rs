@@ -37,19 +37,12 @@ pub struct Token {
 
 /// Operators and punctuation, longest first so that maximal munch is a linear scan.
 const SYMBOLS: &[&str] = &[
-    "...", "..", "->", "=>", "==", "!=", "<=", ">=", "<<", ">>", "++", "::", "&&", "||", "**", "(",
-    ")", "[", "]", "{", "}", ",", ";", ":", ".", "=", "<", ">", "+", "-", "*", "/", "%", "!", "~",
-    "&", "^", "|", "\\", "@", "#",
+    "...", "..", "->", "=>", "==", "!=", "<=", ">=", "<<", ">>", "++", "::", "&&", "||", "**", "(", ")", "[", "]", "{",
+    "}", ",", ";", ":", ".", "=", "<", ">", "+", "-", "*", "/", "%", "!", "~", "&", "^", "|", "\\", "@", "#",
 ];
 
 pub fn lex(source: &str) -> Result<Vec<Token>, Diagnostic> {
-    let mut lexer = Lexer {
-        chars: source.chars().collect(),
-        at: 0,
-        line: 1,
-        col: 1,
-        depth: 0,
-    };
+    let mut lexer = Lexer { chars: source.chars().collect(), at: 0, line: 1, col: 1, depth: 0 };
     lexer.tokens_until(false)
 }
 
@@ -124,20 +117,12 @@ impl Lexer {
                 if in_interpolation {
                     return Err(illegal("unterminated interpolation `${`", pos));
                 }
-                tokens.push(Token {
-                    tok: Tok::Eof,
-                    pos,
-                    newline_before,
-                });
+                tokens.push(Token { tok: Tok::Eof, pos, newline_before });
                 return Ok(tokens);
             };
             if in_interpolation && c == '}' && brace_depth == 0 {
                 self.bump();
-                tokens.push(Token {
-                    tok: Tok::Eof,
-                    pos,
-                    newline_before,
-                });
+                tokens.push(Token { tok: Tok::Eof, pos, newline_before });
                 return Ok(tokens);
             }
             let tok = if c.is_ascii_digit() {
@@ -162,11 +147,7 @@ impl Lexer {
             } else {
                 let sym = SYMBOLS
                     .iter()
-                    .find(|s| {
-                        s.chars()
-                            .enumerate()
-                            .all(|(i, sc)| self.peek_at(i) == Some(sc))
-                    })
+                    .find(|s| s.chars().enumerate().all(|(i, sc)| self.peek_at(i) == Some(sc)))
                     .copied()
                     .ok_or_else(|| illegal(format!("unexpected character {c:?}"), pos))?;
                 for _ in 0..sym.chars().count() {
@@ -179,11 +160,7 @@ impl Lexer {
                 }
                 Tok::Sym(sym)
             };
-            tokens.push(Token {
-                tok,
-                pos,
-                newline_before,
-            });
+            tokens.push(Token { tok, pos, newline_before });
         }
     }
 
@@ -198,9 +175,9 @@ impl Lexer {
                 }
                 self.bump();
             }
-            return i64::from_str_radix(&digits, 16).map(Tok::Int).map_err(|_| {
-                Diagnostic::at("PAR021", format!("invalid hex literal 0x{digits}"), pos)
-            });
+            return i64::from_str_radix(&digits, 16)
+                .map(Tok::Int)
+                .map_err(|_| Diagnostic::at("PAR021", format!("invalid hex literal 0x{digits}"), pos));
         }
         let mut text = String::new();
         let mut is_float = false;
@@ -229,13 +206,9 @@ impl Lexer {
                 .map(Tok::Float)
                 .map_err(|_| Diagnostic::at("PAR021", format!("invalid float literal {text}"), pos))
         } else {
-            text.parse::<i64>().map(Tok::Int).map_err(|_| {
-                Diagnostic::at(
-                    "PAR021",
-                    format!("integer literal {text} is out of range"),
-                    pos,
-                )
-            })
+            text.parse::<i64>()
+                .map(Tok::Int)
+                .map_err(|_| Diagnostic::at("PAR021", format!("integer literal {text} is out of range"), pos))
         }
     }
 
@@ -325,21 +298,13 @@ impl Lexer {
             'u' => self.hex_digits(4, pos)?,
             other => return Err(illegal(format!("unknown escape sequence \\{other}"), pos)),
         };
-        char::from_u32(code).ok_or_else(|| {
-            illegal(
-                format!("escape names an invalid code point U+{code:X}"),
-                pos,
-            )
-        })
+        char::from_u32(code).ok_or_else(|| illegal(format!("escape names an invalid code point U+{code:X}"), pos))
     }
 
     fn hex_digits(&mut self, count: usize, pos: Pos) -> Result<u32, Diagnostic> {
         let mut value = 0u32;
         for _ in 0..count {
-            let d = self
-                .peek()
-                .and_then(|d| d.to_digit(16))
-                .ok_or_else(|| illegal("escape needs hex digits", pos))?;
+            let d = self.peek().and_then(|d| d.to_digit(16)).ok_or_else(|| illegal("escape needs hex digits", pos))?;
             self.bump();
             value = value * 16 + d;
         }
@@ -382,10 +347,7 @@ mod tests {
 
     #[test]
     fn escapes_decode_and_unknown_ones_fail() {
-        assert_eq!(
-            kinds(r#""\x41\u00e9\u{1F600}\e\0\$""#)[0],
-            Tok::Str(vec![StrPart::Lit("Aé😀\u{1b}\0$".into())])
-        );
+        assert_eq!(kinds(r#""\x41\u00e9\u{1F600}\e\0\$""#)[0], Tok::Str(vec![StrPart::Lit("Aé😀\u{1b}\0$".into())]));
         assert_eq!(lex(r#""\q""#).unwrap_err().code, "PAR_ILLEGAL_TOKEN");
         assert_eq!(lex(r#""\01""#).unwrap_err().code, "PAR_ILLEGAL_TOKEN");
     }
@@ -393,24 +355,14 @@ mod tests {
     #[test]
     fn interpolation_nests_strings_and_braces() {
         let toks = kinds(r#""a${f("}")}b$c""#);
-        let Tok::Str(parts) = &toks[0] else {
-            panic!("not a string")
-        };
+        let Tok::Str(parts) = &toks[0] else { panic!("not a string") };
         assert_eq!(parts.len(), 3);
         assert_eq!(parts[2], StrPart::Lit("b$c".into()));
     }
 
     #[test]
     fn numbers() {
-        assert_eq!(
-            kinds("12 1.5 2e3 0x1F")[..4],
-            [
-                Tok::Int(12),
-                Tok::Float(1.5),
-                Tok::Float(2000.0),
-                Tok::Int(31)
-            ]
-        );
+        assert_eq!(kinds("12 1.5 2e3 0x1F")[..4], [Tok::Int(12), Tok::Float(1.5), Tok::Float(2000.0), Tok::Int(31)]);
         assert_eq!(lex("99999999999999999999").unwrap_err().code, "PAR021");
     }
 }

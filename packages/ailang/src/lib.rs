@@ -49,35 +49,16 @@ pub enum RunError {
 /// Run exported `entry` of a module on a JSON argument, without capabilities, and return
 /// what `ailang run` would print (a string result raw, anything else in `show` form). The
 /// evaluation runs on its own large-stack thread, so deep programs reach the recursion limit.
-pub fn run_source(
-    source: &str,
-    file: &str,
-    entry: &str,
-    args_json: &str,
-) -> Result<String, RunError> {
-    let (source, file, entry, args_json) = (
-        source.to_string(),
-        file.to_string(),
-        entry.to_string(),
-        args_json.to_string(),
-    );
+pub fn run_source(source: &str, file: &str, entry: &str, args_json: &str) -> Result<String, RunError> {
+    let (source, file, entry, args_json) =
+        (source.to_string(), file.to_string(), entry.to_string(), args_json.to_string());
     stack::run_on_big_stack(move || run_here(&source, &file, &entry, &args_json)).map_err(|e| {
-        RunError::Execution(Diagnostic::new(
-            "EVA001",
-            format!("cannot start the evaluator thread: {e}"),
-            None,
-        ))
+        RunError::Execution(Diagnostic::new("EVA001", format!("cannot start the evaluator thread: {e}"), None))
     })?
 }
 
 fn run_here(source: &str, file: &str, entry: &str, args_json: &str) -> Result<String, RunError> {
-    let loaded = loader::load(
-        source,
-        file,
-        loader::LoadOptions {
-            relax_modules: true,
-        },
-    );
+    let loaded = loader::load(source, file, loader::LoadOptions { relax_modules: true });
     let mut errors = loaded.errors;
     let Some(program) = loaded.program else {
         return Err(RunError::Load(errors));
@@ -93,15 +74,8 @@ fn run_here(source: &str, file: &str, entry: &str, args_json: &str) -> Result<St
         .ok_or_else(|| RunError::EntryNotFound(entry.to_string()))?;
     let param = func.params.first().and_then(|p| p.ty.as_ref());
     let arg = argdecode::decode_argument(args_json, param, &program)?;
-    let mut interp = eval::Interp::new(
-        program.globals.clone(),
-        eval::DEFAULT_MAX_DEPTH,
-        HashSet::new(),
-    );
-    match interp
-        .call_decl(&func, vec![arg])
-        .map_err(RunError::Execution)?
-    {
+    let mut interp = eval::Interp::new(program.globals.clone(), eval::DEFAULT_MAX_DEPTH, HashSet::new());
+    match interp.call_decl(&func, vec![arg]).map_err(RunError::Execution)? {
         Value::Str(s) => Ok(s.to_string()),
         other => Ok(value::show(&other)),
     }

@@ -57,11 +57,7 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
     let module = match parse_module(source) {
         Ok(m) => m,
         Err(d) => {
-            return Loaded {
-                program: None,
-                errors: vec![d.in_file(file)],
-                warnings: Vec::new(),
-            };
+            return Loaded { program: None, errors: vec![d.in_file(file)], warnings: Vec::new() };
         }
     };
     let mut errors = Vec::new();
@@ -76,11 +72,7 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
                 ),
                 None,
             );
-            if options.relax_modules {
-                warnings.push(d)
-            } else {
-                errors.push(d)
-            }
+            if options.relax_modules { warnings.push(d) } else { errors.push(d) }
         }
     }
     let mut builder = Builder::default();
@@ -114,10 +106,7 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
             {
                 errors.push(Diagnostic::at(
                     "IMP012",
-                    format!(
-                        "'{local}' is imported twice (from {from} and {})",
-                        import.path
-                    ),
+                    format!("'{local}' is imported twice (from {from} and {})", import.path),
                     item.pos,
                 ));
                 continue;
@@ -137,10 +126,7 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
         } else if let Some(first) = defined.get(name) {
             errors.push(Diagnostic::at(
                 "MOD007",
-                format!(
-                    "duplicate definition of '{name}' (first defined at line {})",
-                    first.line
-                ),
+                format!("duplicate definition of '{name}' (first defined at line {})", first.line),
                 pos,
             ));
         } else {
@@ -156,10 +142,7 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
                 if let Some(first) = type_names.insert(t.name.clone(), t.pos) {
                     errors.push(Diagnostic::at(
                         "MOD007",
-                        format!(
-                            "duplicate definition of type '{}' (first defined at line {})",
-                            t.name, first.line
-                        ),
+                        format!("duplicate definition of type '{}' (first defined at line {})", t.name, first.line),
                         t.pos,
                     ));
                 }
@@ -181,42 +164,23 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
                 if f.exported && f.name.starts_with('_') {
                     errors.push(Diagnostic::at(
                         "MOD006",
-                        format!(
-                            "cannot export '{}': names starting with '_' are private",
-                            f.name
-                        ),
+                        format!("cannot export '{}': names starting with '_' are private", f.name),
                         f.pos,
                     ));
                 }
-                builder.globals.insert(
-                    f.name.clone(),
-                    Value::Func(Rc::new(Callable::Func(f.clone()))),
-                );
+                builder.globals.insert(f.name.clone(), Value::Func(Rc::new(Callable::Func(f.clone()))));
             }
             Decl::Test { .. } => {}
         }
     }
     let errors: Vec<Diagnostic> = errors.into_iter().map(|d| d.in_file(file)).collect();
     let warnings = warnings.into_iter().map(|d| d.in_file(file)).collect();
-    let program = Program {
-        module,
-        globals: builder.globals,
-        ctor_arity: builder.ctor_arity,
-        types,
-    };
-    Loaded {
-        program: Some(program),
-        errors,
-        warnings,
-    }
+    let program = Program { module, globals: builder.globals, ctor_arity: builder.ctor_arity, types };
+    Loaded { program: Some(program), errors, warnings }
 }
 
 fn not_found(import: &Import) -> Diagnostic {
-    Diagnostic::at(
-        "LDR001",
-        format!("module not found: {}", import.path),
-        import.pos,
-    )
+    Diagnostic::at("LDR001", format!("module not found: {}", import.path), import.pos)
 }
 
 #[derive(Default)]
@@ -237,8 +201,7 @@ impl Builder {
     fn add_export(&mut self, local: Name, export: Export) {
         match export {
             Export::Func(f) => {
-                self.globals
-                    .insert(local, Value::Func(Rc::new(Callable::Native(f))));
+                self.globals.insert(local, Value::Func(Rc::new(Callable::Native(f))));
             }
             // Importing a type brings its constructors along.
             Export::Type(ty) => {

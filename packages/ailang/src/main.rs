@@ -5,30 +5,19 @@ use std::io::Write;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let relax_env = matches!(
-        std::env::var("AILANG_RELAX_MODULES").as_deref(),
-        Ok("1" | "true")
-    );
+    let relax_env = matches!(std::env::var("AILANG_RELAX_MODULES").as_deref(), Ok("1" | "true"));
     let outcome = ailang::stack::run_on_big_stack(move || {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
         let mut err = std::io::stderr().lock();
         let mut stdin = std::io::stdin().lock();
-        let mut io = ailang::cli::Io {
-            out: &mut out,
-            err: &mut err,
-            stdin: &mut stdin,
-            relax_env,
-        };
+        let mut io = ailang::cli::Io { out: &mut out, err: &mut err, stdin: &mut stdin, relax_env };
         let code = ailang::cli::main(&args, &mut io);
         let _ = out.flush();
         code
     });
     let code = outcome.unwrap_or_else(|e| {
-        let _ = writeln!(
-            std::io::stderr(),
-            "Error: cannot start the interpreter thread: {e}"
-        );
+        let _ = writeln!(std::io::stderr(), "Error: cannot start the interpreter thread: {e}");
         1
     });
     std::process::exit(code);

@@ -148,40 +148,20 @@ impl Parser {
 
     fn unexpected(&self, wanted: &str) -> Diagnostic {
         let found = &self.peek().tok;
-        let code = if matches!(found, Tok::Eof) {
-            "PAR002"
-        } else {
-            "PAR001"
-        };
-        Diagnostic::at(
-            code,
-            format!("expected {wanted}, found {}", describe(found)),
-            self.pos(),
-        )
+        let code = if matches!(found, Tok::Eof) { "PAR002" } else { "PAR001" };
+        Diagnostic::at(code, format!("expected {wanted}, found {}", describe(found)), self.pos())
     }
 
     fn expect_sym(&mut self, sym: &str) -> Result<Pos, Diagnostic> {
-        if self.is_sym(sym) {
-            Ok(self.bump().pos)
-        } else {
-            Err(self.unexpected(&format!("'{sym}'")))
-        }
+        if self.is_sym(sym) { Ok(self.bump().pos) } else { Err(self.unexpected(&format!("'{sym}'"))) }
     }
 
     fn expect_word(&mut self, word: &str) -> Result<Pos, Diagnostic> {
-        if self.is_word(word) {
-            Ok(self.bump().pos)
-        } else {
-            Err(self.unexpected(&format!("'{word}'")))
-        }
+        if self.is_word(word) { Ok(self.bump().pos) } else { Err(self.unexpected(&format!("'{word}'"))) }
     }
 
     fn expect_eof(&self) -> Result<(), Diagnostic> {
-        if matches!(self.peek().tok, Tok::Eof) {
-            Ok(())
-        } else {
-            Err(self.unexpected("end of input"))
-        }
+        if matches!(self.peek().tok, Tok::Eof) { Ok(()) } else { Err(self.unexpected("end of input")) }
     }
 
     /// Any identifier, keywords included (record fields, module path segments).
@@ -296,11 +276,7 @@ impl Parser {
             }
             decls.push(self.decl(std::mem::take(&mut annotations))?);
         }
-        Ok(Module {
-            name,
-            imports,
-            decls,
-        })
+        Ok(Module { name, imports, decls })
     }
 
     fn module_path(&mut self) -> Result<String, Diagnostic> {
@@ -330,11 +306,7 @@ impl Parser {
         let items = if self.eat_sym("(") {
             Some(self.comma_list(")", |p| {
                 let (name, pos) = p.any_ident("an imported name")?;
-                let alias = if p.eat_word("as") {
-                    Some(p.binder("an alias")?.0)
-                } else {
-                    None
-                };
+                let alias = if p.eat_word("as") { Some(p.binder("an alias")?.0) } else { None };
                 Ok(ImportItem { name, alias, pos })
             })?)
         } else {
@@ -348,11 +320,7 @@ impl Parser {
         let exported = self.eat_word("export");
         self.eat_word("pure");
         if self.eat_word("func") {
-            return Ok(Decl::Func(Rc::new(self.func_decl(
-                exported,
-                annotations,
-                pos,
-            )?)));
+            return Ok(Decl::Func(Rc::new(self.func_decl(exported, annotations, pos)?)));
         }
         if self.eat_word("type") {
             return Ok(Decl::Type(self.type_decl(exported, pos)?));
@@ -368,11 +336,7 @@ impl Parser {
             return Ok(Decl::Test { name, body, pos });
         }
         if self.is_word("extern") {
-            return Err(Diagnostic::at(
-                "PAR001",
-                "extern functions are not supported",
-                pos,
-            ));
+            return Err(Diagnostic::at("PAR001", "extern functions are not supported", pos));
         }
         Err(self.unexpected("a declaration (func, type, test)"))
     }
@@ -395,40 +359,23 @@ impl Parser {
         self.expect_sym("(")?;
         let mut params = self.comma_list(")", |p| {
             let (name, pos) = p.binder("a parameter name")?;
-            let ty = if p.eat_sym(":") {
-                Some(p.type_expr()?)
-            } else {
-                None
-            };
+            let ty = if p.eat_sym(":") { Some(p.type_expr()?) } else { None };
             Ok(Param { name, ty, pos })
         })?;
         if params.is_empty() {
             // `func f()` takes one unit parameter.
-            params.push(Param {
-                name: "_".into(),
-                ty: Some(TypeExpr::Unit),
-                pos: self.pos(),
-            });
+            params.push(Param { name: "_".into(), ty: Some(TypeExpr::Unit), pos: self.pos() });
         }
         Ok(params)
     }
 
-    fn func_decl(
-        &mut self,
-        exported: bool,
-        annotations: Vec<String>,
-        pos: Pos,
-    ) -> Result<FuncDecl, Diagnostic> {
+    fn func_decl(&mut self, exported: bool, annotations: Vec<String>, pos: Pos) -> Result<FuncDecl, Diagnostic> {
         let (name, _) = self.binder("a function name")?;
         if self.is_sym("[") {
             self.skip_group()?;
         }
         let params = self.params()?;
-        let ret = if self.eat_sym("->") {
-            Some(self.type_expr()?)
-        } else {
-            None
-        };
+        let ret = if self.eat_sym("->") { Some(self.type_expr()?) } else { None };
         self.effect_row()?;
         let mut requires = Vec::new();
         let mut ensures = Vec::new();
@@ -461,25 +408,11 @@ impl Parser {
         } else {
             return Err(Diagnostic::at(
                 "PAR010",
-                format!(
-                    "expected '=' or '{{' to start the body of '{name}', found {}",
-                    describe(&self.peek().tok)
-                ),
+                format!("expected '=' or '{{' to start the body of '{name}', found {}", describe(&self.peek().tok)),
                 self.pos(),
             ));
         };
-        Ok(FuncDecl {
-            name,
-            exported,
-            params,
-            ret,
-            requires,
-            ensures,
-            tests,
-            annotations,
-            body,
-            pos,
-        })
+        Ok(FuncDecl { name, exported, params, ret, requires, ensures, tests, annotations, body, pos })
     }
 
     /// `! {IO, FS}` or `! {}`: effect rows are parsed and not checked here.
@@ -504,19 +437,13 @@ impl Parser {
             }
             stmts.push(self.statement()?);
         }
-        Ok(Expr {
-            kind: ExprKind::Block(stmts),
-            pos,
-        })
+        Ok(Expr { kind: ExprKind::Block(stmts), pos })
     }
 
     fn type_decl(&mut self, exported: bool, pos: Pos) -> Result<TypeDecl, Diagnostic> {
         let (name, _) = self.binder("a type name")?;
-        let params = if self.eat_sym("[") {
-            self.comma_list("]", |p| Ok(p.binder("a type parameter")?.0))?
-        } else {
-            Vec::new()
-        };
+        let params =
+            if self.eat_sym("[") { self.comma_list("]", |p| Ok(p.binder("a type parameter")?.0))? } else { Vec::new() };
         self.expect_sym("=")?;
         let leading_bar = self.eat_sym("|");
         let is_variants = leading_bar
@@ -526,16 +453,8 @@ impl Parser {
             let mut variants = Vec::new();
             loop {
                 let (vname, vpos) = self.binder("a constructor name")?;
-                let fields = if self.eat_sym("(") {
-                    self.comma_list(")", |p| p.type_expr())?
-                } else {
-                    Vec::new()
-                };
-                variants.push(Variant {
-                    name: vname,
-                    fields,
-                    pos: vpos,
-                });
+                let fields = if self.eat_sym("(") { self.comma_list(")", |p| p.type_expr())? } else { Vec::new() };
+                variants.push(Variant { name: vname, fields, pos: vpos });
                 if !self.eat_sym("|") {
                     break;
                 }
@@ -547,13 +466,7 @@ impl Parser {
         if self.eat_word("deriving") && self.is_sym("(") {
             self.skip_group()?;
         }
-        Ok(TypeDecl {
-            name,
-            params,
-            exported,
-            body,
-            pos,
-        })
+        Ok(TypeDecl { name, params, exported, body, pos })
     }
 
     // ---- types ----
@@ -624,11 +537,7 @@ impl Parser {
             return Ok((TypeExpr::Record { fields, open }, false));
         }
         let (name, _) = self.any_ident("a type")?;
-        let args = if self.eat_sym("[") {
-            self.comma_list("]", |p| p.type_expr())?
-        } else {
-            Vec::new()
-        };
+        let args = if self.eat_sym("[") { self.comma_list("]", |p| p.type_expr())? } else { Vec::new() };
         if matches!(&*name, "list" | "List") && args.len() == 1 {
             let inner = args.into_iter().next().unwrap_or(TypeExpr::Unit);
             return Ok((TypeExpr::List(Box::new(inner)), false));
@@ -651,10 +560,7 @@ impl Parser {
             self.bump();
             let tail = self.pattern()?;
             let pos = head.pos;
-            return Ok(Pattern {
-                kind: PatKind::Cons(Box::new(head), Box::new(tail)),
-                pos,
-            });
+            return Ok(Pattern { kind: PatKind::Cons(Box::new(head), Box::new(tail)), pos });
         }
         Ok(head)
     }
@@ -678,10 +584,7 @@ impl Parser {
                     other => {
                         return Err(Diagnostic::at(
                             "PAR001",
-                            format!(
-                                "expected a number after '-' in a pattern, found {}",
-                                describe(&other)
-                            ),
+                            format!("expected a number after '-' in a pattern, found {}", describe(&other)),
                             pos,
                         ));
                     }
@@ -689,11 +592,7 @@ impl Parser {
             }
             Tok::Str(parts) => {
                 let Some(text) = plain_string(&parts) else {
-                    return Err(Diagnostic::at(
-                        "PAR001",
-                        "interpolation is not allowed in a pattern",
-                        pos,
-                    ));
+                    return Err(Diagnostic::at("PAR001", "interpolation is not allowed in a pattern", pos));
                 };
                 self.bump();
                 PatKind::Str(text.into())
@@ -737,10 +636,7 @@ impl Parser {
                     let pat = if self.eat_sym(":") {
                         self.pattern()?
                     } else {
-                        Pattern {
-                            kind: PatKind::Var(name.clone()),
-                            pos: fpos,
-                        }
+                        Pattern { kind: PatKind::Var(name.clone()), pos: fpos }
                     };
                     fields.push((name, pat));
                     if !self.eat_sym(",") {
@@ -761,11 +657,7 @@ impl Parser {
                 }
                 _ if name.starts_with(|c: char| c.is_uppercase()) => {
                     self.bump();
-                    let args = if self.eat_sym("(") {
-                        self.comma_list(")", |p| p.pattern())?
-                    } else {
-                        Vec::new()
-                    };
+                    let args = if self.eat_sym("(") { self.comma_list(")", |p| p.pattern())? } else { Vec::new() };
                     PatKind::Ctor(name, args)
                 }
                 _ => PatKind::Var(self.binder("a pattern")?.0),
@@ -840,10 +732,7 @@ impl Parser {
             let rhs = self.binary(if right_assoc { prec } else { prec + 1 });
             self.leave();
             let pos = lhs.pos;
-            lhs = Expr {
-                kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs?)),
-                pos,
-            };
+            lhs = Expr { kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs?)), pos };
         }
         Ok(lhs)
     }
@@ -864,18 +753,12 @@ impl Parser {
             match self.peek().tok {
                 Tok::Int(n) => {
                     self.bump();
-                    let lit = Expr {
-                        kind: ExprKind::Int(n.wrapping_neg()),
-                        pos,
-                    };
+                    let lit = Expr { kind: ExprKind::Int(n.wrapping_neg()), pos };
                     return self.postfix_from(lit);
                 }
                 Tok::Float(f) => {
                     self.bump();
-                    let lit = Expr {
-                        kind: ExprKind::Float(-f),
-                        pos,
-                    };
+                    let lit = Expr { kind: ExprKind::Float(-f), pos };
                     return self.postfix_from(lit);
                 }
                 _ => {}
@@ -884,10 +767,7 @@ impl Parser {
         self.enter()?;
         let operand = self.unary();
         self.leave();
-        Ok(Expr {
-            kind: ExprKind::Unary(op, Box::new(operand?)),
-            pos,
-        })
+        Ok(Expr { kind: ExprKind::Unary(op, Box::new(operand?)), pos })
     }
 
     fn postfix(&mut self) -> Result<Expr, Diagnostic> {
@@ -902,18 +782,12 @@ impl Parser {
                 self.bump();
                 let args = self.comma_list(")", |p| p.expr())?;
                 let pos = expr.pos;
-                expr = Expr {
-                    kind: ExprKind::Call(Box::new(expr), args),
-                    pos,
-                };
+                expr = Expr { kind: ExprKind::Call(Box::new(expr), args), pos };
             } else if self.is_sym(".") && matches!(self.peek_nth(1), Tok::Ident(_)) {
                 self.bump();
                 let (field, _) = self.any_ident("a field name")?;
                 let pos = expr.pos;
-                expr = Expr {
-                    kind: ExprKind::Field(Box::new(expr), field),
-                    pos,
-                };
+                expr = Expr { kind: ExprKind::Field(Box::new(expr), field), pos };
             } else {
                 return Ok(expr);
             }
@@ -989,12 +863,7 @@ impl Parser {
                     let (pat, value) = self.let_binding()?;
                     self.expect_word("in")?;
                     let body = self.expr()?;
-                    ExprKind::Let {
-                        pat,
-                        value: Box::new(value),
-                        body: Box::new(body),
-                        recursive,
-                    }
+                    ExprKind::Let { pat, value: Box::new(value), body: Box::new(body), recursive }
                 }
                 "func" if self.nth_is_sym(1, "(") => {
                     self.bump();
@@ -1043,47 +912,24 @@ impl Parser {
             let ppos = self.pos();
             if self.eat_sym("(") {
                 if self.eat_sym(")") {
-                    params.push(Param {
-                        name: "_".into(),
-                        ty: Some(TypeExpr::Unit),
-                        pos: ppos,
-                    });
+                    params.push(Param { name: "_".into(), ty: Some(TypeExpr::Unit), pos: ppos });
                     continue;
                 }
                 let (name, _) = self.binder("a parameter name")?;
-                let ty = if self.eat_sym(":") {
-                    Some(self.type_expr()?)
-                } else {
-                    None
-                };
+                let ty = if self.eat_sym(":") { Some(self.type_expr()?) } else { None };
                 self.expect_sym(")")?;
-                params.push(Param {
-                    name,
-                    ty,
-                    pos: ppos,
-                });
+                params.push(Param { name, ty, pos: ppos });
             } else {
                 let (name, _) = self.binder("a lambda parameter")?;
-                params.push(Param {
-                    name,
-                    ty: None,
-                    pos: ppos,
-                });
+                params.push(Param { name, ty: None, pos: ppos });
             }
         }
         self.expect_sym(".")?;
         if params.is_empty() {
-            return Err(Diagnostic::at(
-                "PAR001",
-                "a lambda needs at least one parameter",
-                pos,
-            ));
+            return Err(Diagnostic::at("PAR001", "a lambda needs at least one parameter", pos));
         }
         let body = self.expr()?;
-        Ok(Expr {
-            kind: ExprKind::Lambda(Rc::new(Lambda { params, body })),
-            pos,
-        })
+        Ok(Expr { kind: ExprKind::Lambda(Rc::new(Lambda { params, body })), pos })
     }
 
     fn match_expr(&mut self, pos: Pos) -> Result<Expr, Diagnostic> {
@@ -1092,11 +938,7 @@ impl Parser {
         let mut arms = Vec::new();
         while !self.is_sym("}") {
             let pat = self.pattern()?;
-            let guard = if self.eat_word("if") {
-                Some(self.expr()?)
-            } else {
-                None
-            };
+            let guard = if self.eat_word("if") { Some(self.expr()?) } else { None };
             self.expect_sym("=>")?;
             let body = self.expr()?;
             arms.push(Arm { pat, guard, body });
@@ -1106,16 +948,9 @@ impl Parser {
         }
         self.expect_sym("}")?;
         if arms.is_empty() {
-            return Err(Diagnostic::at(
-                "PAR001",
-                "a match needs at least one arm",
-                pos,
-            ));
+            return Err(Diagnostic::at("PAR001", "a match needs at least one arm", pos));
         }
-        Ok(Expr {
-            kind: ExprKind::Match(Box::new(scrutinee), arms),
-            pos,
-        })
+        Ok(Expr { kind: ExprKind::Match(Box::new(scrutinee), arms), pos })
     }
 
     fn let_binding(&mut self) -> Result<(Pattern, Expr), Diagnostic> {
@@ -1131,31 +966,19 @@ impl Parser {
     /// `{` opens a record literal, a record update or a block.
     fn brace_expr(&mut self, pos: Pos) -> Result<Expr, Diagnostic> {
         if self.eat_sym("}") {
-            return Ok(Expr {
-                kind: ExprKind::Record(Vec::new()),
-                pos,
-            });
+            return Ok(Expr { kind: ExprKind::Record(Vec::new()), pos });
         }
         let ident_first = matches!(self.peek().tok, Tok::Ident(_));
         if ident_first && (self.nth_is_sym(1, ":") || self.nth_is_sym(1, ",")) {
             let fields = self.record_fields()?;
-            return Ok(Expr {
-                kind: ExprKind::Record(fields),
-                pos,
-            });
+            return Ok(Expr { kind: ExprKind::Record(fields), pos });
         }
         if ident_first && self.nth_is_sym(1, "|") {
             let (base, bpos) = self.binder("a record")?;
             self.bump();
             let fields = self.record_fields()?;
-            let base = Expr {
-                kind: ExprKind::Var(base),
-                pos: bpos,
-            };
-            return Ok(Expr {
-                kind: ExprKind::RecordUpdate(Box::new(base), fields),
-                pos,
-            });
+            let base = Expr { kind: ExprKind::Var(base), pos: bpos };
+            return Ok(Expr { kind: ExprKind::RecordUpdate(Box::new(base), fields), pos });
         }
         if self.is_word("let") || self.is_word("letrec") {
             return self.block(pos);
@@ -1167,10 +990,7 @@ impl Parser {
         let first = first?;
         if self.eat_sym("|") {
             let fields = self.record_fields()?;
-            return Ok(Expr {
-                kind: ExprKind::RecordUpdate(Box::new(first), fields),
-                pos,
-            });
+            return Ok(Expr { kind: ExprKind::RecordUpdate(Box::new(first), fields), pos });
         }
         self.block_from(pos, Some(Stmt::Expr(first)))
     }
@@ -1178,14 +998,7 @@ impl Parser {
     fn record_fields(&mut self) -> Result<Vec<(Name, Expr)>, Diagnostic> {
         self.comma_list("}", |p| {
             let (name, fpos) = p.any_ident("a field name")?;
-            let value = if p.eat_sym(":") {
-                p.expr()?
-            } else {
-                Expr {
-                    kind: ExprKind::Var(name.clone()),
-                    pos: fpos,
-                }
-            };
+            let value = if p.eat_sym(":") { p.expr()? } else { Expr { kind: ExprKind::Var(name.clone()), pos: fpos } };
             Ok((name, value))
         })
     }
@@ -1198,12 +1011,7 @@ impl Parser {
             let (pat, value) = self.let_binding()?;
             if self.eat_word("in") {
                 let body = self.expr()?;
-                let kind = ExprKind::Let {
-                    pat,
-                    value: Box::new(value),
-                    body: Box::new(body),
-                    recursive,
-                };
+                let kind = ExprKind::Let { pat, value: Box::new(value), body: Box::new(body), recursive };
                 return Ok(Stmt::Expr(Expr { kind, pos }));
             }
             return Ok(Stmt::Let { pat, value, pos });
@@ -1239,19 +1047,13 @@ impl Parser {
             self.leave();
             return Err(Diagnostic::at(
                 "PAR020",
-                format!(
-                    "expected ';' or a new line between statements, found {}",
-                    describe(&self.peek().tok)
-                ),
+                format!("expected ';' or a new line between statements, found {}", describe(&self.peek().tok)),
                 self.pos(),
             ));
         }
         self.expect_sym("}")?;
         self.leave();
-        Ok(Expr {
-            kind: ExprKind::Block(stmts),
-            pos,
-        })
+        Ok(Expr { kind: ExprKind::Block(stmts), pos })
     }
 }
 
@@ -1269,17 +1071,9 @@ fn test_row(row: Expr) -> Result<TestRow, Diagnostic> {
         ExprKind::Tuple(mut items) if items.len() == 2 => {
             let expected = items.remove(1);
             let input = items.remove(0);
-            Ok(TestRow {
-                input,
-                expected,
-                pos,
-            })
+            Ok(TestRow { input, expected, pos })
         }
-        _ => Err(Diagnostic::at(
-            "PAR006",
-            "a test row must be a pair (input, expected)",
-            pos,
-        )),
+        _ => Err(Diagnostic::at("PAR006", "a test row must be a pair (input, expected)", pos)),
     }
 }
 
@@ -1294,24 +1088,16 @@ mod tests {
     #[test]
     fn precedence_follows_the_reference() {
         let e = parse_expr("1 + 2 * 3 == 7 && true || false").unwrap();
-        let ExprKind::Binary(BinOp::Or, lhs, _) = e.kind else {
-            panic!("top is not ||")
-        };
-        let ExprKind::Binary(BinOp::And, eq, _) = lhs.kind else {
-            panic!("then &&")
-        };
-        let ExprKind::Binary(BinOp::Eq, sum, _) = eq.kind else {
-            panic!("then ==")
-        };
+        let ExprKind::Binary(BinOp::Or, lhs, _) = e.kind else { panic!("top is not ||") };
+        let ExprKind::Binary(BinOp::And, eq, _) = lhs.kind else { panic!("then &&") };
+        let ExprKind::Binary(BinOp::Eq, sum, _) = eq.kind else { panic!("then ==") };
         assert!(matches!(sum.kind, ExprKind::Binary(BinOp::Add, _, _)));
     }
 
     #[test]
     fn cons_is_right_associative() {
         let e = parse_expr("1 :: 2 :: xs").unwrap();
-        let ExprKind::Binary(BinOp::Cons, _, rhs) = e.kind else {
-            panic!("not cons")
-        };
+        let ExprKind::Binary(BinOp::Cons, _, rhs) = e.kind else { panic!("not cons") };
         assert!(matches!(rhs.kind, ExprKind::Binary(BinOp::Cons, _, _)));
     }
 
@@ -1325,10 +1111,7 @@ mod tests {
 
     #[test]
     fn reserved_words_are_refused_as_names() {
-        assert_eq!(
-            parse_expr("let match = 1 in match").unwrap_err().code,
-            "PAR012"
-        );
+        assert_eq!(parse_expr("let match = 1 in match").unwrap_err().code, "PAR012");
     }
 
     #[test]
@@ -1340,9 +1123,7 @@ mod tests {
     #[test]
     fn func_without_params_takes_unit() {
         let m = parse_module("module a\nexport func main() -> string { \"x\" }").unwrap();
-        let Decl::Func(f) = &m.decls[0] else {
-            panic!("no func")
-        };
+        let Decl::Func(f) = &m.decls[0] else { panic!("no func") };
         assert_eq!(f.params.len(), 1);
         assert_eq!(f.params[0].ty, Some(TypeExpr::Unit));
     }

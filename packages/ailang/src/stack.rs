@@ -60,13 +60,9 @@ pub fn exhausted() -> bool {
 }
 
 /// Run `f` on a fresh thread with a large stack, guarded, and return its result.
-pub fn run_on_big_stack<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::io::Result<T> {
-    let handle = std::thread::Builder::new()
-        .name("ailang-main".into())
-        .stack_size(BIG_STACK_BYTES)
-        .spawn(move || {
+pub fn run_on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> std::io::Result<T> {
+    let handle =
+        std::thread::Builder::new().name("ailang-main".into()).stack_size(BIG_STACK_BYTES).spawn(move || {
             let _region = enter(Some(BIG_STACK_BYTES - (32 << 20)));
             f()
         })?;

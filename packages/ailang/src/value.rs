@@ -104,11 +104,7 @@ pub struct Scope {
 }
 
 pub fn bind(env: &Env, name: Name, value: Value) -> Env {
-    Some(Rc::new(Scope {
-        name,
-        value,
-        next: env.clone(),
-    }))
+    Some(Rc::new(Scope { name, value, next: env.clone() }))
 }
 
 pub fn lookup<'a>(env: &'a Env, name: &str) -> Option<&'a Value> {
@@ -151,14 +147,8 @@ fn detach_children(value: Value, out: &mut Vec<Value>) {
             }
         }
         Value::Func(rc) => {
-            if let Ok(
-                Callable::Closure {
-                    env: Some(scope), ..
-                }
-                | Callable::RecClosure {
-                    env: Some(scope), ..
-                },
-            ) = Rc::try_unwrap(rc)
+            if let Ok(Callable::Closure { env: Some(scope), .. } | Callable::RecClosure { env: Some(scope), .. }) =
+                Rc::try_unwrap(rc)
             {
                 drop_scope_chain(scope, out);
             }
@@ -174,10 +164,7 @@ fn drain(mut work: Vec<Value>) {
 }
 
 fn is_container(v: &Value) -> bool {
-    matches!(
-        v,
-        Value::List(_) | Value::Tuple(_) | Value::Record(_) | Value::Ctor(_) | Value::Func(_)
-    )
+    matches!(v, Value::List(_) | Value::Tuple(_) | Value::Record(_) | Value::Ctor(_) | Value::Func(_))
 }
 
 fn drop_scope_chain(scope: Rc<Scope>, out: &mut Vec<Value>) {
@@ -214,12 +201,7 @@ impl Drop for Seq {
 impl Drop for Fields {
     fn drop(&mut self) {
         if self.0.iter().any(|(_, v)| is_container(v)) {
-            drain(
-                std::mem::take(&mut self.0)
-                    .into_iter()
-                    .map(|(_, v)| v)
-                    .collect(),
-            );
+            drain(std::mem::take(&mut self.0).into_iter().map(|(_, v)| v).collect());
         }
     }
 }
@@ -296,10 +278,7 @@ impl Value {
     }
 
     pub fn ctor(name: &str, args: Vec<Value>) -> Value {
-        Value::Ctor(Rc::new(CtorValue {
-            name: name.into(),
-            args: Seq(args),
-        }))
+        Value::Ctor(Rc::new(CtorValue { name: name.into(), args: Seq(args) }))
     }
 
     pub fn some(v: Value) -> Value {
@@ -350,11 +329,7 @@ impl Value {
 
     pub fn field(&self, name: &str) -> Option<&Value> {
         match self {
-            Value::Record(fields) => fields
-                .0
-                .binary_search_by(|(k, _)| (**k).cmp(name))
-                .ok()
-                .map(|i| &fields.0[i].1),
+            Value::Record(fields) => fields.0.binary_search_by(|(k, _)| (**k).cmp(name)).ok().map(|i| &fields.0[i].1),
             // A single-constructor type wrapping a record lets `.field` reach through.
             Value::Ctor(c) if c.args.0.len() == 1 => c.args.0[0].field(name),
             _ => None,
@@ -375,10 +350,7 @@ fn nested_too_deep() -> Diagnostic {
 pub fn as_int(v: &Value, what: &str) -> Result<i64, Diagnostic> {
     match v {
         Value::Int(n) => Ok(*n),
-        other => Err(type_error(format!(
-            "{what}: expected int, got {}",
-            other.type_name()
-        ))),
+        other => Err(type_error(format!("{what}: expected int, got {}", other.type_name()))),
     }
 }
 
@@ -387,50 +359,35 @@ pub fn as_float(v: &Value, what: &str) -> Result<f64, Diagnostic> {
     match v {
         Value::Float(f) => Ok(*f),
         Value::Int(n) => Ok(*n as f64),
-        other => Err(type_error(format!(
-            "{what}: expected float, got {}",
-            other.type_name()
-        ))),
+        other => Err(type_error(format!("{what}: expected float, got {}", other.type_name()))),
     }
 }
 
 pub fn as_str<'a>(v: &'a Value, what: &str) -> Result<&'a Rc<str>, Diagnostic> {
     match v {
         Value::Str(s) => Ok(s),
-        other => Err(type_error(format!(
-            "{what}: expected string, got {}",
-            other.type_name()
-        ))),
+        other => Err(type_error(format!("{what}: expected string, got {}", other.type_name()))),
     }
 }
 
 pub fn as_bool(v: &Value, what: &str) -> Result<bool, Diagnostic> {
     match v {
         Value::Bool(b) => Ok(*b),
-        other => Err(type_error(format!(
-            "{what}: expected bool, got {}",
-            other.type_name()
-        ))),
+        other => Err(type_error(format!("{what}: expected bool, got {}", other.type_name()))),
     }
 }
 
 pub fn as_list<'a>(v: &'a Value, what: &str) -> Result<&'a List, Diagnostic> {
     match v {
         Value::List(l) => Ok(l),
-        other => Err(type_error(format!(
-            "{what}: expected list, got {}",
-            other.type_name()
-        ))),
+        other => Err(type_error(format!("{what}: expected list, got {}", other.type_name()))),
     }
 }
 
 pub fn as_bytes<'a>(v: &'a Value, what: &str) -> Result<&'a Rc<[u8]>, Diagnostic> {
     match v {
         Value::Bytes(b) => Ok(b),
-        other => Err(type_error(format!(
-            "{what}: expected bytes, got {}",
-            other.type_name()
-        ))),
+        other => Err(type_error(format!("{what}: expected bytes, got {}", other.type_name()))),
     }
 }
 
@@ -480,11 +437,7 @@ pub fn equal(a: &Value, b: &Value) -> Result<bool, Diagnostic> {
             return Err(type_error("functions cannot be compared"));
         }
         (x, y) => {
-            return Err(type_error(format!(
-                "cannot compare {} with {}",
-                x.type_name(),
-                y.type_name()
-            )));
+            return Err(type_error(format!("cannot compare {} with {}", x.type_name(), y.type_name())));
         }
     })
 }
@@ -543,11 +496,7 @@ pub fn compare(a: &Value, b: &Value) -> Result<Option<Ordering>, Diagnostic> {
             result
         }
         (x, y) => {
-            return Err(type_error(format!(
-                "cannot order {} and {}",
-                x.type_name(),
-                y.type_name()
-            )));
+            return Err(type_error(format!("cannot order {} and {}", x.type_name(), y.type_name())));
         }
     })
 }
@@ -609,10 +558,7 @@ fn show_at(v: &Value, depth: usize) -> String {
         return "...".into();
     }
     let join = |items: &mut dyn Iterator<Item = &Value>| -> String {
-        items
-            .map(|x| show_at(x, depth + 1))
-            .collect::<Vec<_>>()
-            .join(", ")
+        items.map(|x| show_at(x, depth + 1)).collect::<Vec<_>>().join(", ")
     };
     let rendered = match v {
         Value::Unit => "()".into(),
@@ -624,10 +570,7 @@ fn show_at(v: &Value, depth: usize) -> String {
         Value::List(l) => format!("[{}]", join(&mut l.iter())),
         Value::Tuple(t) => format!("({})", join(&mut t.0.iter())),
         Value::Record(r) => {
-            let parts: Vec<String> =
-                r.0.iter()
-                    .map(|(k, x)| format!("{k}: {}", show_at(x, depth + 1)))
-                    .collect();
+            let parts: Vec<String> = r.0.iter().map(|(k, x)| format!("{k}: {}", show_at(x, depth + 1))).collect();
             format!("{{{}}}", parts.join(", "))
         }
         Value::Ctor(c) if c.args.0.is_empty() => c.name.to_string(),
@@ -670,23 +613,18 @@ mod tests {
         assert_eq!(show(&Value::Float(1.0)), "1.0");
         assert_eq!(show(&Value::Float(f64::NEG_INFINITY)), "-Inf");
         assert_eq!(show(&Value::str("a")), "a");
-        assert_eq!(
-            show(&Value::list(vec![Value::str("a"), Value::Int(2)])),
-            "[\"a\", 2]"
-        );
+        assert_eq!(show(&Value::list(vec![Value::str("a"), Value::Int(2)])), "[\"a\", 2]");
         assert_eq!(show(&Value::some(Value::Unit)), "Some(())");
-        let rec = Value::record(vec![
-            ("b".into(), Value::Int(1)),
-            ("a".into(), Value::Bool(true)),
-        ]);
+        let rec = Value::record(vec![("b".into(), Value::Int(1)), ("a".into(), Value::Bool(true))]);
         assert_eq!(show(&rec), "{a: true, b: 1}");
     }
 
     #[test]
     fn show_cuts_deep_and_wide_containers() {
-        let deep = Value::list(vec![Value::list(vec![Value::list(vec![Value::list(
-            vec![Value::list(vec![Value::Int(1)])],
-        )])])]);
+        let deep =
+            Value::list(vec![Value::list(vec![Value::list(vec![Value::list(vec![Value::list(vec![Value::Int(
+                1,
+            )])])])])]);
         assert_eq!(show(&deep), "[[[[...]]]]");
         let wide = Value::list((0..40).map(Value::Int).collect());
         let text = show(&wide);

@@ -3,7 +3,8 @@
 mod common;
 use common::*;
 
-const ECHO: &str = "module quickstart/echo\n\nexport func main(input: string) -> string {\n  \"{\\\"echo\\\":${input}}\"\n}\n";
+const ECHO: &str =
+    "module quickstart/echo\n\nexport func main(input: string) -> string {\n  \"{\\\"echo\\\":${input}}\"\n}\n";
 
 #[test]
 fn seed_echo_prints_its_input_wrapped_under_the_capsule_argv_and_env() {
@@ -18,10 +19,7 @@ fn seed_echo_prints_its_input_wrapped_under_the_capsule_argv_and_env() {
 fn version_first_line_is_the_release_string() {
     let out = Capsule::new(ECHO, None).run_args(&["--version"]);
     assert_eq!(out.code, 0);
-    assert_eq!(
-        out.stdout.lines().next(),
-        Some("ailang-rs 0.1.0 (AILANG v0.41 compatible)")
-    );
+    assert_eq!(out.stdout.lines().next(), Some("ailang-rs 0.1.0 (AILANG v0.41 compatible)"));
 }
 
 #[test]
@@ -30,17 +28,7 @@ fn module_path_mismatch_fails_without_the_relax_rule() {
     let out: Outcome = capsule
         .command()
         .env_remove("AILANG_RELAX_MODULES")
-        .args([
-            "run",
-            "--quiet",
-            "--caps",
-            "",
-            "--entry",
-            "main",
-            "--args-file",
-            "args.json",
-            "host/capsule/main.ail",
-        ])
+        .args(["run", "--quiet", "--caps", "", "--entry", "main", "--args-file", "args.json", "host/capsule/main.ail"])
         .output()
         .expect("spawn")
         .into();
@@ -52,21 +40,11 @@ fn module_path_mismatch_fails_without_the_relax_rule() {
     let relaxed: Outcome = capsule
         .command()
         .env_remove("AILANG_RELAX_MODULES")
-        .args([
-            "run",
-            "--quiet",
-            "--relax-modules",
-            "--args-file",
-            "args.json",
-            "host/capsule/main.ail",
-        ])
+        .args(["run", "--quiet", "--relax-modules", "--args-file", "args.json", "host/capsule/main.ail"])
         .output()
         .expect("spawn")
         .into();
-    assert_eq!(
-        (relaxed.code, relaxed.stdout.as_str()),
-        (0, "{\"echo\":x}\n")
-    );
+    assert_eq!((relaxed.code, relaxed.stdout.as_str()), (0, "{\"echo\":x}\n"));
 }
 
 #[test]
@@ -76,20 +54,11 @@ fn a_matching_module_path_needs_no_relax_rule() {
     let out: Outcome = capsule
         .command()
         .env_remove("AILANG_RELAX_MODULES")
-        .args([
-            "run",
-            "--quiet",
-            "--args-file",
-            "args.json",
-            "host/capsule/main.ail",
-        ])
+        .args(["run", "--quiet", "--args-file", "args.json", "host/capsule/main.ail"])
         .output()
         .expect("spawn")
         .into();
-    assert_eq!(
-        (out.code, out.stdout.as_str(), out.stderr.as_str()),
-        (0, "ok\n", "")
-    );
+    assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (0, "ok\n", ""));
 }
 
 #[test]
@@ -113,30 +82,14 @@ fn arguments_decode_by_the_declared_parameter_type() {
         ("(b: bool)", "show(not b)", "true"),
         ("(xs: [int])", "show(xs)", "[1, 2,3]"),
         ("(xs: List[string])", "show(xs)", r#"["a","b"]"#),
-        (
-            "(r: {name: string, age: int})",
-            "\"${r.name}:${show(r.age)}\"",
-            r#"{"age":3,"name":"x","extra":[1]}"#,
-        ),
+        ("(r: {name: string, age: int})", "\"${r.name}:${show(r.age)}\"", r#"{"age":3,"name":"x","extra":[1]}"#),
         ("(r: Req)", "r.name", r#"{"name":"alias"}"#),
         ("(u: ())", "\"unit\"", "null"),
         ("()", "\"no parameter\"", "null"),
     ];
-    let expected = [
-        "42",
-        "2.0",
-        "false",
-        "[1, 2, 3]",
-        "[\"a\", \"b\"]",
-        "x:3",
-        "alias",
-        "unit",
-        "no parameter",
-    ];
+    let expected = ["42", "2.0", "false", "[1, 2, 3]", "[\"a\", \"b\"]", "x:3", "alias", "unit", "no parameter"];
     for ((params, body, args), want) in cases.iter().zip(expected) {
-        let source = format!(
-            "module m\ntype Req = {{name: string}}\nexport func main{params} -> string = {body}\n"
-        );
+        let source = format!("module m\ntype Req = {{name: string}}\nexport func main{params} -> string = {body}\n");
         let out = with_args(&source, args);
         assert_eq!(
             (out.code, out.stdout.as_str()),
@@ -192,73 +145,34 @@ fn argument_mismatches_carry_the_incompatibility_marker() {
         let capsule = Capsule::new(&source, *args);
         let out = match args {
             Some(_) => capsule.run(),
-            None => capsule.run_args(&[
-                "run",
-                "--quiet",
-                "--caps",
-                "",
-                "--entry",
-                "main",
-                "host/capsule/main.ail",
-            ]),
+            None => capsule.run_args(&["run", "--quiet", "--caps", "", "--entry", "main", "host/capsule/main.ail"]),
         };
         if want.is_empty() {
-            assert_eq!(
-                (out.code, out.stdout.as_str()),
-                (0, "ran\n"),
-                "{params} <- {args:?}: {}",
-                out.stderr
-            );
+            assert_eq!((out.code, out.stdout.as_str()), (0, "ran\n"), "{params} <- {args:?}: {}", out.stderr);
         } else {
-            assert_eq!(
-                (out.code, out.stderr.as_str(), out.stdout.as_str()),
-                (1, *want, ""),
-                "{params} <- {args:?}"
-            );
+            assert_eq!((out.code, out.stderr.as_str(), out.stdout.as_str()), (1, *want, ""), "{params} <- {args:?}");
         }
     }
 }
 
 #[test]
 fn args_file_loses_a_bom_and_trailing_whitespace() {
-    let out = with_args(
-        "module m\nexport func main(s: string) -> string = s\n",
-        "\u{feff}\"bom\"\n\n  ",
-    );
-    assert_eq!(
-        (out.code, out.stdout.as_str()),
-        (0, "bom\n"),
-        "{}",
-        out.stderr
-    );
+    let out = with_args("module m\nexport func main(s: string) -> string = s\n", "\u{feff}\"bom\"\n\n  ");
+    assert_eq!((out.code, out.stdout.as_str()), (0, "bom\n"), "{}", out.stderr);
 }
 
 #[test]
 fn args_json_dash_reads_stdin() {
     use std::io::Write;
-    let capsule = Capsule::new(
-        "module m\nexport func main(s: string) -> string = s\n",
-        None,
-    );
+    let capsule = Capsule::new("module m\nexport func main(s: string) -> string = s\n", None);
     let mut child = capsule
         .command()
-        .args([
-            "run",
-            "--quiet",
-            "--args-json",
-            "-",
-            "host/capsule/main.ail",
-        ])
+        .args(["run", "--quiet", "--args-json", "-", "host/capsule/main.ail"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"\"from stdin\"\n")
-        .expect("write");
+    child.stdin.take().expect("stdin").write_all(b"\"from stdin\"\n").expect("write");
     let out: Outcome = child.wait_with_output().expect("wait").into();
     assert_eq!((out.code, out.stdout.as_str()), (0, "from stdin\n"));
 }
@@ -271,55 +185,27 @@ fn bad_argument_sources_and_flags_exit_2() {
     let missing = Capsule::new(source, None);
     assert_eq!(missing.run().code, 2);
     let both = Capsule::new(source, Some("\"x\""));
-    let out = both.run_args(&[
-        "run",
-        "--args-json",
-        "\"y\"",
-        "--args-file",
-        "args.json",
-        "host/capsule/main.ail",
-    ]);
+    let out = both.run_args(&["run", "--args-json", "\"y\"", "--args-file", "args.json", "host/capsule/main.ail"]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.starts_with("Error: "), "{}", out.stderr);
     let out = both.run_args(&["run", "--bogus", "host/capsule/main.ail"]);
     assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.contains("flag provided but not defined: -bogus"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("flag provided but not defined: -bogus"), "{}", out.stderr);
 }
 
 #[test]
 fn flags_after_the_file_are_program_arguments() {
-    let capsule = Capsule::new(
-        "module m\nexport func main(s: string) -> string = s\n",
-        Some("\"x\""),
-    );
-    let out = capsule.run_args(&[
-        "run",
-        "--quiet",
-        "host/capsule/main.ail",
-        "--args-file",
-        "args.json",
-    ]);
+    let capsule = Capsule::new("module m\nexport func main(s: string) -> string = s\n", Some("\"x\""));
+    let out = capsule.run_args(&["run", "--quiet", "host/capsule/main.ail", "--args-file", "args.json"]);
     assert_eq!(out.code, 1);
-    assert!(
-        out.stderr
-            .contains("ARG_DECODE_MISMATCH: expected string, got <nil>"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("ARG_DECODE_MISMATCH: expected string, got <nil>"), "{}", out.stderr);
 }
 
 #[test]
 fn a_missing_entry_is_reported_with_the_marker_and_the_exports() {
     let source = "module m\nexport func other(s: string) -> string = s\nexport func more(s: string) -> string = s\n";
     let stderr = expect_failure(source, "x", 1);
-    assert_eq!(
-        stderr,
-        "Error: entrypoint 'main' not found in module\nAvailable exports: [other more]\n"
-    );
+    assert_eq!(stderr, "Error: entrypoint 'main' not found in module\nAvailable exports: [other more]\n");
 }
 
 #[test]
@@ -330,58 +216,31 @@ fn a_lone_zero_argument_export_stands_in_for_main() {
     assert_eq!((out.code, out.stdout.as_str()), (0, "hi\n"));
     let out = capsule.run();
     assert_eq!(out.code, 1);
-    assert_eq!(
-        out.stderr,
-        "Error: entrypoint 'hello' takes no arguments, but --args-json was provided\n"
-    );
+    assert_eq!(out.stderr, "Error: entrypoint 'hello' takes no arguments, but --args-json was provided\n");
 }
 
 #[test]
 fn other_entries_can_be_named() {
     let source = "module m\nexport func shout(s: string) -> string = \"${s}!\"\n";
     let capsule = Capsule::new(source, Some("\"hey\""));
-    let out = capsule.run_args(&[
-        "run",
-        "--quiet",
-        "--entry",
-        "shout",
-        "--args-file",
-        "args.json",
-        "host/capsule/main.ail",
-    ]);
+    let out =
+        capsule.run_args(&["run", "--quiet", "--entry", "shout", "--args-file", "args.json", "host/capsule/main.ail"]);
     assert_eq!((out.code, out.stdout.as_str()), (0, "hey!\n"));
 }
 
 #[test]
 fn runtime_errors_exit_1_with_an_error_line() {
-    let stderr = expect_failure(
-        "module m\nexport func main(s: string) -> string = show(1 / 0)\n",
-        "",
-        1,
-    );
-    assert_eq!(
-        stderr,
-        "Error: execution failed: RT_DIV0: division by zero at host/capsule/main.ail:2:46\n"
-    );
+    let stderr = expect_failure("module m\nexport func main(s: string) -> string = show(1 / 0)\n", "", 1);
+    assert_eq!(stderr, "Error: execution failed: RT_DIV0: division by zero at host/capsule/main.ail:2:46\n");
 }
 
 #[test]
 fn print_needs_the_io_capability() {
     let source = "module m\nexport func main(s: string) -> () ! {IO} = println(s)\n";
     let stderr = expect_failure(source, "x", 1);
-    assert!(
-        stderr.contains("EVA004: missing capability: IO"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("EVA004: missing capability: IO"), "{stderr}");
     let capsule = Capsule::new(source, Some("\"printed\""));
-    let out = capsule.run_args(&[
-        "run",
-        "--quiet",
-        "--caps",
-        "IO",
-        "--args-file",
-        "args.json",
-        "host/capsule/main.ail",
-    ]);
+    let out =
+        capsule.run_args(&["run", "--quiet", "--caps", "IO", "--args-file", "args.json", "host/capsule/main.ail"]);
     assert_eq!((out.code, out.stdout.as_str()), (0, "printed\n"));
 }

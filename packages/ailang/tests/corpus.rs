@@ -6,12 +6,7 @@ use common::*;
 use std::process::Command;
 
 fn ailang(args: &[&str]) -> Outcome {
-    Command::new(BIN)
-        .args(args)
-        .env("AILANG_RELAX_MODULES", "1")
-        .output()
-        .expect("spawn")
-        .into()
+    Command::new(BIN).args(args).env("AILANG_RELAX_MODULES", "1").output().expect("spawn").into()
 }
 
 #[test]
@@ -23,19 +18,8 @@ fn every_corpus_module_passes_its_inline_tests() {
             seen += 1;
             let out = ailang(&["test", path.to_str().expect("utf-8 path")]);
             let last = out.stdout.lines().last().unwrap_or("").to_string();
-            assert_eq!(
-                out.code,
-                0,
-                "{}: {}{}",
-                path.display(),
-                out.stdout,
-                out.stderr
-            );
-            assert!(
-                last.ends_with(" passed, 0 failed") && !last.starts_with("0 "),
-                "{}: {last}",
-                path.display()
-            );
+            assert_eq!(out.code, 0, "{}: {}{}", path.display(), out.stdout, out.stderr);
+            assert!(last.ends_with(" passed, 0 failed") && !last.starts_with("0 "), "{}: {last}", path.display());
         }
     }
     assert!(seen >= 2, "the corpus has modules");
@@ -45,12 +29,7 @@ fn every_corpus_module_passes_its_inline_tests() {
 fn corpus_plan_runs_as_a_transition() {
     let source = std::fs::read_to_string(corpus_dir().join("plan.ail")).expect("plan.ail");
     let out = transition(&source, r#"{"mode":"r","path":"x"}"#);
-    assert_eq!(
-        (out.code, out.stdout.as_str()),
-        (0, "{\"path\":\"x\",\"ok\":true}\n"),
-        "{}",
-        out.stderr
-    );
+    assert_eq!((out.code, out.stdout.as_str()), (0, "{\"path\":\"x\",\"ok\":true}\n"), "{}", out.stderr);
 }
 
 #[test]
@@ -63,15 +42,8 @@ fn test_reports_each_failure_and_the_totals() {
     assert_eq!(out.code, 1);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 4, "{}", out.stdout);
-    assert_eq!(
-        lines[0],
-        "FAIL inc row 2 (line 3): input 2: expected 4, got 3"
-    );
-    assert!(
-        lines[1].starts_with("FAIL inc row 4 (line 3): input (): error: RT_TYPE"),
-        "{}",
-        lines[1]
-    );
+    assert_eq!(lines[0], "FAIL inc row 2 (line 3): input 2: expected 4, got 3");
+    assert!(lines[1].starts_with("FAIL inc row 4 (line 3): input (): error: RT_TYPE"), "{}", lines[1]);
     assert_eq!(lines[2], "FAIL test \"truth\" (line 5): got false");
     assert_eq!(lines[3], "2 passed, 3 failed");
 }
@@ -87,11 +59,7 @@ fn check(source: &str, json: bool) -> Outcome {
     }
     args.push(&path);
     let out = ailang(&args);
-    Outcome {
-        stderr: out.stderr.replace(&path, "m.ail"),
-        stdout: out.stdout.replace(&path, "m.ail"),
-        code: out.code,
-    }
+    Outcome { stderr: out.stderr.replace(&path, "m.ail"), stdout: out.stdout.replace(&path, "m.ail"), code: out.code }
 }
 
 #[test]
@@ -100,29 +68,19 @@ fn check_accepts_the_corpus() {
         let path = corpus_dir().join(name);
         let out = ailang(&["check", path.to_str().expect("path")]);
         assert_eq!(out.code, 0, "{name}: {}", out.stderr);
-        assert!(
-            out.stdout.ends_with("\n✓ No errors found!\n"),
-            "{}",
-            out.stdout
-        );
+        assert!(out.stdout.ends_with("\n✓ No errors found!\n"), "{}", out.stdout);
     }
 }
 
 #[test]
 fn check_reports_structural_errors_with_their_codes() {
     let cases: &[(&str, &str)] = &[
-        (
-            "module m\nimport world/logepoch (x)\n",
-            "Error: LDR001: module not found: world/logepoch at m.ail:2:1\n",
-        ),
+        ("module m\nimport world/logepoch (x)\n", "Error: LDR001: module not found: world/logepoch at m.ail:2:1\n"),
         (
             "module m\nimport std/json (encode, nope)\n",
             "Error: IMP011: 'nope' is not exported by std/json at m.ail:2:26\n",
         ),
-        (
-            "module m\nfunc f(x: int) -> int = y\n",
-            "Error: TC002: unbound variable: y at m.ail:2:25\n",
-        ),
+        ("module m\nfunc f(x: int) -> int = y\n", "Error: TC002: unbound variable: y at m.ail:2:25\n"),
         (
             "module m\nfunc f(x: int) -> int = match x { Foo(a) => a, _ => 0 }\n",
             "Error: TC002: unknown constructor: Foo at m.ail:2:35\n",
@@ -180,9 +138,6 @@ fn check_json_lists_every_error() {
 
 #[test]
 fn check_never_runs_code() {
-    let out = check(
-        "module m\nexport func main(s: string) -> string = show(1 / 0)\n",
-        false,
-    );
+    let out = check("module m\nexport func main(s: string) -> string = show(1 / 0)\n", false);
     assert_eq!(out.code, 0, "{}", out.stderr);
 }

@@ -56,29 +56,17 @@ fn source_like() -> impl Strategy<Value = String> {
         "\\u{",
         "é",
     ]);
-    prop::collection::vec(
-        prop_oneof![
-            pieces.prop_map(String::from),
-            any::<char>().prop_map(String::from)
-        ],
-        0..60,
-    )
-    .prop_map(|v| v.concat())
+    prop::collection::vec(prop_oneof![pieces.prop_map(String::from), any::<char>().prop_map(String::from)], 0..60)
+        .prop_map(|v| v.concat())
 }
 
 fn json_like() -> impl Strategy<Value = String> {
     let pieces = prop::sample::select(vec![
-        "{", "}", "[", "]", ":", ",", "\"", "\\", "\\u", "d83d", "null", "true", "fals", "-", "0",
-        "1e", "+", ".5", " ", "\"k\"", "1e400", "\n", "\u{1}",
+        "{", "}", "[", "]", ":", ",", "\"", "\\", "\\u", "d83d", "null", "true", "fals", "-", "0", "1e", "+", ".5",
+        " ", "\"k\"", "1e400", "\n", "\u{1}",
     ]);
-    prop::collection::vec(
-        prop_oneof![
-            pieces.prop_map(String::from),
-            any::<char>().prop_map(String::from)
-        ],
-        0..80,
-    )
-    .prop_map(|v| v.concat())
+    prop::collection::vec(prop_oneof![pieces.prop_map(String::from), any::<char>().prop_map(String::from)], 0..80)
+        .prop_map(|v| v.concat())
 }
 
 proptest! {
@@ -133,25 +121,16 @@ fn deep_recursion_in_process_is_an_error_not_an_overflow() {
     let source = "module m\nfunc count(n: int) -> int = if n == 0 then 0 else 1 + count(n - 1)\nexport func main(n: int) -> string = show(count(n))\n";
     match ailang::run_source(source, "m.ail", "main", "100000") {
         Err(ailang::RunError::Execution(d)) => {
-            assert_eq!(
-                d.to_string(),
-                "RT_RECURSION: maximum recursion depth exceeded (10000) at line 2, column 55"
-            )
+            assert_eq!(d.to_string(), "RT_RECURSION: maximum recursion depth exceeded (10000) at line 2, column 55")
         }
         other => panic!("expected a recursion error, got {other:?}"),
     }
-    assert_eq!(
-        ailang::run_source(source, "m.ail", "main", "9000").expect("runs"),
-        "9000"
-    );
+    assert_eq!(ailang::run_source(source, "m.ail", "main", "9000").expect("runs"), "9000");
 }
 
 #[test]
 fn check_source_reports_what_the_cli_reports() {
     let errors = ailang::check_source("module m\nimport world/logepoch (x)\n", "m.ail", true);
     assert_eq!(errors.len(), 1);
-    assert_eq!(
-        errors[0].to_string(),
-        "LDR001: module not found: world/logepoch at m.ail:2:1"
-    );
+    assert_eq!(errors[0].to_string(), "LDR001: module not found: world/logepoch at m.ail:2:1");
 }

@@ -53,10 +53,7 @@ fn strings_encode_with_minimal_escaping() {
             (r#"encode(js("a\"b\\c"))"#, r#""a\"b\\c""#),
             (r#"encode(js("\n\t\r"))"#, r#""\n\t\r""#),
             (r#"encode(js("\u{8}\u{c}"))"#, r#""\b\f""#),
-            (
-                r#"encode(js("\u{1}\u{1f}\e\0"))"#,
-                r#""\u0001\u001f\u001b\u0000""#,
-            ),
+            (r#"encode(js("\u{1}\u{1f}\e\0"))"#, r#""\u0001\u001f\u001b\u0000""#),
             (r#"encode(js("<>&"))"#, r#""<>&""#),
             (r#"encode(js("é😀"))"#, r#""é😀""#),
             (r#"encode(js("\u{7f}\u{2028}"))"#, "\"\u{7f}\u{2028}\""),
@@ -70,21 +67,12 @@ fn structures_encode_in_list_order_without_whitespace() {
     expect_lines(
         JSON,
         &[
-            (
-                r#"encode(jo([kv("b", jn()), kv("a", jb(true))]))"#,
-                r#"{"b":null,"a":true}"#,
-            ),
-            (
-                r#"encode(jo([kv("k", jint(1)), kv("k", jint(2))]))"#,
-                r#"{"k":1,"k":2}"#,
-            ),
+            (r#"encode(jo([kv("b", jn()), kv("a", jb(true))]))"#, r#"{"b":null,"a":true}"#),
+            (r#"encode(jo([kv("k", jint(1)), kv("k", jint(2))]))"#, r#"{"k":1,"k":2}"#),
             ("encode(ja([]))", "[]"),
             ("encode(jo([]))", "{}"),
             ("encode(jn(()))", "null"),
-            (
-                r#"encode(ja([jb(false), ja([jint(1), js("x")]), jo([kv("", jn())])]))"#,
-                r#"[false,[1,"x"],{"":null}]"#,
-            ),
+            (r#"encode(ja([jb(false), ja([jint(1), js("x")]), jo([kv("", jn())])]))"#, r#"[false,[1,"x"],{"":null}]"#),
         ],
     );
 }
@@ -97,10 +85,7 @@ fn decode_case(input: &str) -> String {
 fn decode_keeps_order_duplicates_and_go_errors() {
     let table: &[(&str, &str)] = &[
         (r#"{"b":1,"a":2}"#, r#"{"b":1,"a":2}"#),
-        (
-            r#"{"flags":{},"flags":{"write":""}}"#,
-            r#"{"flags":{},"flags":{"write":""}}"#,
-        ),
+        (r#"{"flags":{},"flags":{"write":""}}"#, r#"{"flags":{},"flags":{"write":""}}"#),
         (" [1, 2 ,\n3]\t", "[1,2,3]"),
         (r#""\u00e9\ud83d\ude00""#, r#""é😀""#),
         (r#""\ud800x""#, "\"\u{fffd}x\""),
@@ -119,60 +104,21 @@ fn decode_keeps_order_duplicates_and_go_errors() {
         (r#"{"a":"#, "ERR unexpected end of input"),
         ("nul", "ERR invalid json: unexpected EOF"),
         (r#""abc"#, "ERR invalid json: unexpected EOF"),
-        (
-            r#"{"a" 1}"#,
-            "ERR invalid json: invalid character '1' after object key",
-        ),
-        (
-            "[1,]",
-            "ERR invalid json: invalid character ']' looking for beginning of value",
-        ),
-        (
-            r#"{"a":1,}"#,
-            "ERR invalid json: invalid character '}' looking for beginning of object key string",
-        ),
-        (
-            "{1:2}",
-            "ERR invalid json: invalid character '1' looking for beginning of object key string",
-        ),
-        (
-            "[1 2]",
-            "ERR invalid json: invalid character '2' after array element",
-        ),
-        (
-            r#"{"a":1 "b":2}"#,
-            "ERR invalid json: invalid character '\"' after object key:value pair",
-        ),
-        (
-            "x",
-            "ERR invalid json: invalid character 'x' looking for beginning of value",
-        ),
-        (
-            "trux",
-            "ERR invalid json: invalid character 'x' in literal true (expecting 'e')",
-        ),
-        (
-            "\"tab\there\"",
-            "ERR invalid json: invalid character '\\t' in string literal",
-        ),
-        (
-            r#""\q""#,
-            "ERR invalid json: invalid character 'q' in string escape code",
-        ),
-        (
-            "-x",
-            "ERR invalid json: invalid character 'x' in numeric literal",
-        ),
-        (
-            "1.x",
-            "ERR invalid json: invalid character 'x' after decimal point in numeric literal",
-        ),
+        (r#"{"a" 1}"#, "ERR invalid json: invalid character '1' after object key"),
+        ("[1,]", "ERR invalid json: invalid character ']' looking for beginning of value"),
+        (r#"{"a":1,}"#, "ERR invalid json: invalid character '}' looking for beginning of object key string"),
+        ("{1:2}", "ERR invalid json: invalid character '1' looking for beginning of object key string"),
+        ("[1 2]", "ERR invalid json: invalid character '2' after array element"),
+        (r#"{"a":1 "b":2}"#, "ERR invalid json: invalid character '\"' after object key:value pair"),
+        ("x", "ERR invalid json: invalid character 'x' looking for beginning of value"),
+        ("trux", "ERR invalid json: invalid character 'x' in literal true (expecting 'e')"),
+        ("\"tab\there\"", "ERR invalid json: invalid character '\\t' in string literal"),
+        (r#""\q""#, "ERR invalid json: invalid character 'q' in string escape code"),
+        ("-x", "ERR invalid json: invalid character 'x' in numeric literal"),
+        ("1.x", "ERR invalid json: invalid character 'x' after decimal point in numeric literal"),
         ("1e400", "ERR json: number 1e400 out of float64 range"),
     ];
-    let cases: Vec<(String, &str)> = table
-        .iter()
-        .map(|(input, want)| (decode_case(input), *want))
-        .collect();
+    let cases: Vec<(String, &str)> = table.iter().map(|(input, want)| (decode_case(input), *want)).collect();
     let refs: Vec<(&str, &str)> = cases.iter().map(|(e, w)| (e.as_str(), *w)).collect();
     expect_lines(JSON, &refs);
 }
@@ -186,10 +132,7 @@ fn get_returns_the_first_matching_key() {
     expect_lines(
         &prelude,
         &[
-            (
-                r#"match getObject(doc(), "flags") { Some(f) => encode(f), None => "none" }"#,
-                "{}",
-            ),
+            (r#"match getObject(doc(), "flags") { Some(f) => encode(f), None => "none" }"#, "{}"),
             (r#"show(getString(doc(), "name"))"#, "Some(\"n\")"),
             (r#"show(getString(doc(), "n"))"#, "None"),
             (r#"show(get(js("x"), "name"))"#, "None"),

@@ -98,10 +98,7 @@ fn integer_arithmetic_wraps_and_divides_like_go() {
             ("show(-7 / 2)", "-3"),
             ("show(-7 % 2)", "-1"),
             ("show(7 % -2)", "1"),
-            (
-                "show((0 - 9223372036854775807 - 1) / (0 - 1))",
-                "-9223372036854775808",
-            ),
+            ("show((0 - 9223372036854775807 - 1) / (0 - 1))", "-9223372036854775808"),
             ("show((0 - 9223372036854775807 - 1) % (0 - 1))", "0"),
             ("show(3000000000 * 4000000000)", "-6446744073709551616"),
             ("show(2 ** 10)", "1024"),
@@ -166,10 +163,7 @@ fn control_flow_bindings_and_functions() {
         HELPERS,
         &[
             ("if 1 < 2 then \"yes\" else \"no\"", "yes"),
-            (
-                "if false then \"a\" else if true then \"b\" else \"c\"",
-                "b",
-            ),
+            ("if false then \"a\" else if true then \"b\" else \"c\"", "b"),
             ("show(let x = 2 in x * x)", "4"),
             ("show({ let y = 3; y + 1 })", "4"),
             ("show(seq())", "21"),
@@ -180,10 +174,7 @@ fn control_flow_bindings_and_functions() {
             ("show(double(4))", "8"),
             ("unitf()", "unit-called"),
             ("unitf(())", "unit-called"),
-            (
-                "show(letrec fact = \\n. if n == 0 then 1 else n * fact(n - 1) in fact(10))",
-                "3628800",
-            ),
+            ("show(letrec fact = \\n. if n == 0 then 1 else n * fact(n - 1) in fact(10))", "3628800"),
             ("show(count(9000))", "9000"),
             ("show(inc(1))", "2"),
             ("show(false && 1 / 0 == 0)", "false"),
@@ -229,14 +220,8 @@ fn data_records_tuples_lists_and_constructors() {
             ("show([1, 2] == [1, 3])", "false"),
             ("show((1, \"a\") == (1, \"a\"))", "true"),
             ("show({a: 1, b: 2} == {b: 2, a: 1})", "true"),
-            (
-                "match \"b\" { \"a\" => \"was a\", \"b\" => \"was b\", _ => \"other\" }",
-                "was b",
-            ),
-            (
-                "match (1, true) { (1, false) => \"x\", (1, true) => \"y\", _ => \"z\" }",
-                "y",
-            ),
+            ("match \"b\" { \"a\" => \"was a\", \"b\" => \"was b\", _ => \"other\" }", "was b"),
+            ("match (1, true) { (1, false) => \"x\", (1, true) => \"y\", _ => \"z\" }", "y"),
         ],
     );
 }
@@ -247,12 +232,11 @@ fn program(body: &str) -> String {
 
 #[test]
 fn recursion_past_the_limit_is_an_error_not_a_crash() {
-    let source = "module m\nfunc loop(n: int) -> int = 1 + loop(n + 1)\nexport func main(s: string) -> string = show(loop(0))\n";
+    let source =
+        "module m\nfunc loop(n: int) -> int = 1 + loop(n + 1)\nexport func main(s: string) -> string = show(loop(0))\n";
     let stderr = expect_failure(source, "", 1);
     assert!(
-        stderr.starts_with(
-            "Error: execution failed: RT_RECURSION: maximum recursion depth exceeded (10000)"
-        ),
+        stderr.starts_with("Error: execution failed: RT_RECURSION: maximum recursion depth exceeded (10000)"),
         "{stderr}"
     );
 }
@@ -271,13 +255,7 @@ fn the_recursion_limit_is_configurable() {
         "host/capsule/main.ail",
     ]);
     assert_eq!(tight.code, 1);
-    assert!(
-        tight
-            .stderr
-            .contains("maximum recursion depth exceeded (100)"),
-        "{}",
-        tight.stderr
-    );
+    assert!(tight.stderr.contains("maximum recursion depth exceeded (100)"), "{}", tight.stderr);
     let roomy = capsule.run_args(&[
         "run",
         "--quiet",
@@ -293,10 +271,7 @@ fn the_recursion_limit_is_configurable() {
 #[test]
 fn a_match_without_a_matching_arm_fails_at_run_time() {
     let stderr = expect_failure(&program("match 3 { 1 => \"one\", 2 => \"two\" }"), "", 1);
-    assert!(
-        stderr.contains("RT_MATCH: no pattern matched value 3"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("RT_MATCH: no pattern matched value 3"), "{stderr}");
 }
 
 #[test]

@@ -38,14 +38,8 @@ fn std_string() {
             (r#"join(", ", ["a", "b", "c"])"#, "a, b, c"),
             (r#"concat(["x", "y", "z"])"#, "xyz"),
             (r#"repeat("ab", 3)"#, "ababab"),
-            (
-                r#"show(words("  one two\tthree\n"))"#,
-                r#"["one", "two", "three"]"#,
-            ),
-            (
-                r#"show(splitAny("a-b_c--d", "-_"))"#,
-                r#"["a", "b", "c", "d"]"#,
-            ),
+            (r#"show(words("  one two\tthree\n"))"#, r#"["one", "two", "three"]"#),
+            (r#"show(splitAny("a-b_c--d", "-_"))"#, r#"["a", "b", "c", "d"]"#),
             (r#"replace("a.b.c", ".", "/")"#, "a/b/c"),
         ],
     );
@@ -73,10 +67,7 @@ fn std_list() {
             ("show(tail([7, 8]))", "[8]"),
             ("show(reverse([1, 2, 3]))", "[3, 2, 1]"),
             ("show(concat([1], [2, 3]))", "[1, 2, 3]"),
-            (
-                "show(zip([1, 2, 3], [\"a\", \"b\"]))",
-                "[(1, \"a\"), (2, \"b\")]",
-            ),
+            ("show(zip([1, 2, 3], [\"a\", \"b\"]))", "[(1, \"a\"), (2, \"b\")]"),
             ("show(zipWith(\\a b. a + b, [1, 2], [10, 20]))", "[11, 22]"),
             ("show(flatMap(\\x. [x, x], [1, 2]))", "[1, 1, 2, 2]"),
             ("show(nth([1, 2, 3], 1))", "Some(2)"),
@@ -109,10 +100,7 @@ fn std_option_and_result() {
         &[
             ("show(mapOpt(\\x. x + 1, Some(1)))", "Some(2)"),
             ("show(mapOpt(\\x. x + 1, None))", "None"),
-            (
-                "show(flatMapOpt(\\x. if x > 0 then Some(x) else None, Some(0)))",
-                "None",
-            ),
+            ("show(flatMapOpt(\\x. if x > 0 then Some(x) else None, Some(0)))", "None"),
             ("show(getOrElse(None, 5))", "5"),
             ("show(getOrElse(Some(1), 5))", "1"),
             ("show(isSome(Some(())))", "true"),
@@ -120,23 +108,15 @@ fn std_option_and_result() {
             ("show(filterOpt(\\x. x > 1, Some(2)))", "Some(2)"),
             ("show(mapRes(\\x. x * 2, Ok(4)))", "Ok(8)"),
             ("show(mapRes(\\x. x * 2, Err(\"e\")))", "Err(\"e\")"),
-            (
-                "show(mapErr(\\e. \"wrapped ${e}\", Err(\"e\")))",
-                "Err(\"wrapped e\")",
-            ),
-            (
-                "show(flatMapRes(\\x. Err(\"no ${show(x)}\"), Ok(1)))",
-                "Err(\"no 1\")",
-            ),
+            ("show(mapErr(\\e. \"wrapped ${e}\", Err(\"e\")))", "Err(\"wrapped e\")"),
+            ("show(flatMapRes(\\x. Err(\"no ${show(x)}\"), Ok(1)))", "Err(\"no 1\")"),
             ("show(isOk(Ok(())))", "true"),
             ("show(isErr(Ok(())))", "false"),
             ("show(unwrap(Ok(3)))", "3"),
         ],
     );
     let stderr = expect_failure(
-        &format!(
-            "module m\n{prelude}\nexport func main(s: string) -> string = show(unwrap(Err(\"x\")))\n"
-        ),
+        &format!("module m\n{prelude}\nexport func main(s: string) -> string = show(unwrap(Err(\"x\")))\n"),
         "",
         1,
     );
@@ -156,28 +136,13 @@ fn std_bytes() {
             ("toString(fromInts([255, 104]))", "\u{fffd}h"),
             (r#"show(byteAt(fromString("A"), 0))"#, "Some(65)"),
             (r#"show(byteAt(fromString("A"), 1))"#, "None"),
-            (
-                r#"match slice(fromString("hello"), 1, 3) { Some(b) => toString(b), None => "none" }"#,
-                "ell",
-            ),
+            (r#"match slice(fromString("hello"), 1, 3) { Some(b) => toString(b), None => "none" }"#, "ell"),
             (r#"show(slice(fromString("hello"), 5, 1))"#, "None"),
-            (
-                r#"toString(byteConcat(fromString("ab"), fromString("cd")))"#,
-                "abcd",
-            ),
+            (r#"toString(byteConcat(fromString("ab"), fromString("cd")))"#, "abcd"),
             (r#"toBase64(fromString("hello"))"#, "aGVsbG8="),
-            (
-                r#"match fromBase64("aGVsbG8=") { Some(b) => toString(b), None => "invalid" }"#,
-                "hello",
-            ),
-            (
-                r#"match fromBase64("aGVsbG8") { Some(b) => toString(b), None => "invalid" }"#,
-                "invalid",
-            ),
-            (
-                r#"match fromBase64URL("SGVsbG8") { Some(b) => toString(b), None => "invalid" }"#,
-                "Hello",
-            ),
+            (r#"match fromBase64("aGVsbG8=") { Some(b) => toString(b), None => "invalid" }"#, "hello"),
+            (r#"match fromBase64("aGVsbG8") { Some(b) => toString(b), None => "invalid" }"#, "invalid"),
+            (r#"match fromBase64URL("SGVsbG8") { Some(b) => toString(b), None => "invalid" }"#, "Hello"),
         ],
     );
 }

@@ -8,35 +8,21 @@ pub static MODULE: StdModule = StdModule {
     path: "std/bytes",
     types: &[],
     funcs: &[
-        native("fromString", 1, |_, a| {
-            Ok(bytes(as_str(&a[0], "fromString")?.as_bytes().to_vec()))
-        }),
-        native("toString", 1, |_, a| {
-            Ok(Value::str(String::from_utf8_lossy(as_bytes(
-                &a[0], "toString",
-            )?)))
-        }),
+        native("fromString", 1, |_, a| Ok(bytes(as_str(&a[0], "fromString")?.as_bytes().to_vec()))),
+        native("toString", 1, |_, a| Ok(Value::str(String::from_utf8_lossy(as_bytes(&a[0], "toString")?)))),
         native("toInts", 1, |_, a| {
-            Ok(Value::list(
-                as_bytes(&a[0], "toInts")?
-                    .iter()
-                    .map(|b| Value::Int(i64::from(*b)))
-                    .collect(),
-            ))
+            Ok(Value::list(as_bytes(&a[0], "toInts")?.iter().map(|b| Value::Int(i64::from(*b))).collect()))
         }),
         native("fromInts", 1, |_, a| {
             let mut out = Vec::new();
             for x in as_list(&a[0], "fromInts")?.iter() {
                 let n = as_int(x, "fromInts")?;
-                let byte = u8::try_from(n)
-                    .map_err(|_| type_error(format!("fromInts: {n} is not a byte (0-255)")))?;
+                let byte = u8::try_from(n).map_err(|_| type_error(format!("fromInts: {n} is not a byte (0-255)")))?;
                 out.push(byte);
             }
             Ok(bytes(out))
         }),
-        native("length", 1, |_, a| {
-            Ok(Value::Int(as_bytes(&a[0], "length")?.len() as i64))
-        }),
+        native("length", 1, |_, a| Ok(Value::Int(as_bytes(&a[0], "length")?.len() as i64))),
         native("byteAt", 2, |_, a| {
             let b = as_bytes(&a[0], "byteAt")?;
             let i = as_int(&a[1], "byteAt")?;
@@ -62,29 +48,13 @@ pub static MODULE: StdModule = StdModule {
             }
             Ok(bytes(out))
         }),
-        native("toBase64", 1, |_, a| {
-            Ok(Value::str(to_base64(
-                as_bytes(&a[0], "toBase64")?,
-                STANDARD,
-                true,
-            )))
-        }),
-        native("toBase64URL", 1, |_, a| {
-            Ok(Value::str(to_base64(
-                as_bytes(&a[0], "toBase64URL")?,
-                URL_SAFE,
-                false,
-            )))
-        }),
+        native("toBase64", 1, |_, a| Ok(Value::str(to_base64(as_bytes(&a[0], "toBase64")?, STANDARD, true)))),
+        native("toBase64URL", 1, |_, a| Ok(Value::str(to_base64(as_bytes(&a[0], "toBase64URL")?, URL_SAFE, false)))),
         native("fromBase64", 1, |_, a| {
-            Ok(Value::option(
-                from_base64(as_str(&a[0], "fromBase64")?, STANDARD, true).map(bytes),
-            ))
+            Ok(Value::option(from_base64(as_str(&a[0], "fromBase64")?, STANDARD, true).map(bytes)))
         }),
         native("fromBase64URL", 1, |_, a| {
-            Ok(Value::option(
-                from_base64(as_str(&a[0], "fromBase64URL")?, URL_SAFE, false).map(bytes),
-            ))
+            Ok(Value::option(from_base64(as_str(&a[0], "fromBase64URL")?, URL_SAFE, false).map(bytes)))
         }),
     ],
 };
@@ -99,10 +69,7 @@ const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 pub fn to_base64(data: &[u8], alphabet: &[u8; 64], pad: bool) -> String {
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
+        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
         let emitted = chunk.len() + 1;
         for i in 0..4 {
             if i < emitted {
@@ -118,10 +85,7 @@ pub fn to_base64(data: &[u8], alphabet: &[u8; 64], pad: bool) -> String {
 /// Strict decoding: padding required (standard) or absent (URL), line breaks ignored,
 /// unused trailing bits must be zero, as Go's decoders insist.
 pub fn from_base64(text: &str, alphabet: &[u8; 64], padded: bool) -> Option<Vec<u8>> {
-    let symbols: Vec<u8> = text
-        .bytes()
-        .filter(|b| *b != b'\n' && *b != b'\r')
-        .collect();
+    let symbols: Vec<u8> = text.bytes().filter(|b| *b != b'\n' && *b != b'\r').collect();
     let body: &[u8] = if padded {
         if !symbols.len().is_multiple_of(4) {
             return None;
@@ -166,18 +130,9 @@ mod tests {
 
     #[test]
     fn base64_round_trips_rfc4648_vectors() {
-        for (plain, coded) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foobar", "Zm9vYmFy"),
-        ] {
+        for (plain, coded) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foobar", "Zm9vYmFy")] {
             assert_eq!(to_base64(plain.as_bytes(), STANDARD, true), coded);
-            assert_eq!(
-                from_base64(coded, STANDARD, true).unwrap(),
-                plain.as_bytes()
-            );
+            assert_eq!(from_base64(coded, STANDARD, true).unwrap(), plain.as_bytes());
         }
         assert_eq!(from_base64("Zg=", STANDARD, true), None);
         assert_eq!(from_base64("Zh==", STANDARD, true), None);

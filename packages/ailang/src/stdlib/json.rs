@@ -19,134 +19,59 @@ pub static MODULE: StdModule = StdModule {
     types: &[StdType {
         name: "Json",
         ctors: &[
-            StdCtor {
-                name: "JNull",
-                fields: &[],
-            },
-            StdCtor {
-                name: "JBool",
-                fields: &[false],
-            },
-            StdCtor {
-                name: "JNumber",
-                fields: &[true],
-            },
-            StdCtor {
-                name: "JString",
-                fields: &[false],
-            },
-            StdCtor {
-                name: "JArray",
-                fields: &[false],
-            },
-            StdCtor {
-                name: "JObject",
-                fields: &[false],
-            },
+            StdCtor { name: "JNull", fields: &[] },
+            StdCtor { name: "JBool", fields: &[false] },
+            StdCtor { name: "JNumber", fields: &[true] },
+            StdCtor { name: "JString", fields: &[false] },
+            StdCtor { name: "JArray", fields: &[false] },
+            StdCtor { name: "JObject", fields: &[false] },
         ],
     }],
     funcs: &[
         native("encode", 1, |_, a| Ok(Value::str(encode(&a[0])?))),
         native("decode", 1, |_, a| {
-            Ok(
-                match decode(as_str(&a[0], "decode")?, DecodeMode::FirstValue) {
-                    Ok(v) => Value::ok(v),
-                    Err(e) => Value::err(Value::str(e.library_message())),
-                },
-            )
+            Ok(match decode(as_str(&a[0], "decode")?, DecodeMode::FirstValue) {
+                Ok(v) => Value::ok(v),
+                Err(e) => Value::err(Value::str(e.library_message())),
+            })
         }),
         native("jn", 1, |_, _| Ok(jnull())),
-        native("jb", 1, |_, a| {
-            Ok(Value::ctor(
-                "JBool",
-                vec![Value::Bool(as_bool(&a[0], "jb")?)],
-            ))
-        }),
+        native("jb", 1, |_, a| Ok(Value::ctor("JBool", vec![Value::Bool(as_bool(&a[0], "jb")?)]))),
         native("js", 1, |_, a| Ok(jstring(as_str(&a[0], "js")?.clone()))),
         native("jnum", 1, |_, a| Ok(jnumber(as_float(&a[0], "jnum")?))),
         native("jint", 1, |_, a| Ok(jnumber(as_int(&a[0], "jint")? as f64))),
         native("ja", 1, |_, a| Ok(Value::ctor("JArray", vec![arg(&a, 0)]))),
         native("jo", 1, |_, a| Ok(Value::ctor("JObject", vec![arg(&a, 0)]))),
-        native("kv", 2, |_, a| {
-            Ok(kv(as_str(&a[0], "kv")?.clone(), a[1].clone()))
-        }),
-        native("get", 2, |_, a| {
-            Ok(Value::option(get(&a[0], as_str(&a[1], "get")?)))
-        }),
-        native("has", 2, |_, a| {
-            Ok(Value::Bool(get(&a[0], as_str(&a[1], "has")?).is_some()))
-        }),
-        native("getOr", 3, |_, a| {
-            Ok(get(&a[0], as_str(&a[1], "getOr")?).unwrap_or_else(|| a[2].clone()))
-        }),
-        native("asString", 1, |_, a| {
-            Ok(Value::option(payload(&a[0], "JString")))
-        }),
-        native("asNumber", 1, |_, a| {
-            Ok(Value::option(payload(&a[0], "JNumber")))
-        }),
-        native("asBool", 1, |_, a| {
-            Ok(Value::option(payload(&a[0], "JBool")))
-        }),
-        native("asArray", 1, |_, a| {
-            Ok(Value::option(payload(&a[0], "JArray")))
-        }),
-        native("asObject", 1, |_, a| {
-            Ok(Value::option(payload(&a[0], "JObject")))
-        }),
-        native("getString", 2, |_, a| {
-            Ok(Value::option(get_as(&a[0], &a[1], "JString")?))
-        }),
-        native("getNumber", 2, |_, a| {
-            Ok(Value::option(get_as(&a[0], &a[1], "JNumber")?))
-        }),
-        native("getBool", 2, |_, a| {
-            Ok(Value::option(get_as(&a[0], &a[1], "JBool")?))
-        }),
-        native("getArray", 2, |_, a| {
-            Ok(Value::option(get_as(&a[0], &a[1], "JArray")?))
-        }),
-        native("getObject", 2, |_, a| {
-            Ok(Value::option(get(&a[0], as_str(&a[1], "getObject")?)))
-        }),
+        native("kv", 2, |_, a| Ok(kv(as_str(&a[0], "kv")?.clone(), a[1].clone()))),
+        native("get", 2, |_, a| Ok(Value::option(get(&a[0], as_str(&a[1], "get")?)))),
+        native("has", 2, |_, a| Ok(Value::Bool(get(&a[0], as_str(&a[1], "has")?).is_some()))),
+        native("getOr", 3, |_, a| Ok(get(&a[0], as_str(&a[1], "getOr")?).unwrap_or_else(|| a[2].clone()))),
+        native("asString", 1, |_, a| Ok(Value::option(payload(&a[0], "JString")))),
+        native("asNumber", 1, |_, a| Ok(Value::option(payload(&a[0], "JNumber")))),
+        native("asBool", 1, |_, a| Ok(Value::option(payload(&a[0], "JBool")))),
+        native("asArray", 1, |_, a| Ok(Value::option(payload(&a[0], "JArray")))),
+        native("asObject", 1, |_, a| Ok(Value::option(payload(&a[0], "JObject")))),
+        native("getString", 2, |_, a| Ok(Value::option(get_as(&a[0], &a[1], "JString")?))),
+        native("getNumber", 2, |_, a| Ok(Value::option(get_as(&a[0], &a[1], "JNumber")?))),
+        native("getBool", 2, |_, a| Ok(Value::option(get_as(&a[0], &a[1], "JBool")?))),
+        native("getArray", 2, |_, a| Ok(Value::option(get_as(&a[0], &a[1], "JArray")?))),
+        native("getObject", 2, |_, a| Ok(Value::option(get(&a[0], as_str(&a[1], "getObject")?)))),
         native("getInt", 2, |_, a| {
             let n = get_as(&a[0], &a[1], "JNumber")?;
-            Ok(Value::option(n.map(|v| {
-                Value::Int(float_to_int(as_float(&v, "getInt").unwrap_or(0.0)))
-            })))
+            Ok(Value::option(n.map(|v| Value::Int(float_to_int(as_float(&v, "getInt").unwrap_or(0.0))))))
         }),
-        native("keys", 1, |_, a| {
-            Ok(Value::list(object_entries(&a[0], "key")))
-        }),
-        native("values", 1, |_, a| {
-            Ok(Value::list(object_entries(&a[0], "value")))
-        }),
-        native("filterStrings", 1, |_, a| {
-            Ok(Value::list(filter_payloads(&a[0], "JString")?))
-        }),
-        native("filterNumbers", 1, |_, a| {
-            Ok(Value::list(filter_payloads(&a[0], "JNumber")?))
-        }),
+        native("keys", 1, |_, a| Ok(Value::list(object_entries(&a[0], "key")))),
+        native("values", 1, |_, a| Ok(Value::list(object_entries(&a[0], "value")))),
+        native("filterStrings", 1, |_, a| Ok(Value::list(filter_payloads(&a[0], "JString")?))),
+        native("filterNumbers", 1, |_, a| Ok(Value::list(filter_payloads(&a[0], "JNumber")?))),
         native("allStrings", 1, |_, a| all_payloads(&a[0], "JString")),
         native("allNumbers", 1, |_, a| all_payloads(&a[0], "JNumber")),
-        native("getStringArray", 2, |_, a| {
-            typed_array(&a[0], &a[1], "JString", false)
-        }),
-        native("getStringArrayStrict", 2, |_, a| {
-            typed_array(&a[0], &a[1], "JString", true)
-        }),
-        native("getStringArrayOrEmpty", 2, |_, a| {
-            or_empty(typed_array(&a[0], &a[1], "JString", false)?)
-        }),
-        native("getNumberArray", 2, |_, a| {
-            typed_array(&a[0], &a[1], "JNumber", false)
-        }),
-        native("getNumberArrayStrict", 2, |_, a| {
-            typed_array(&a[0], &a[1], "JNumber", true)
-        }),
-        native("getNumberArrayOrEmpty", 2, |_, a| {
-            or_empty(typed_array(&a[0], &a[1], "JNumber", false)?)
-        }),
+        native("getStringArray", 2, |_, a| typed_array(&a[0], &a[1], "JString", false)),
+        native("getStringArrayStrict", 2, |_, a| typed_array(&a[0], &a[1], "JString", true)),
+        native("getStringArrayOrEmpty", 2, |_, a| or_empty(typed_array(&a[0], &a[1], "JString", false)?)),
+        native("getNumberArray", 2, |_, a| typed_array(&a[0], &a[1], "JNumber", false)),
+        native("getNumberArrayStrict", 2, |_, a| typed_array(&a[0], &a[1], "JNumber", true)),
+        native("getNumberArrayOrEmpty", 2, |_, a| or_empty(typed_array(&a[0], &a[1], "JNumber", false)?)),
         native("decodeFloatArray", 1, decode_float_array),
     ],
 };
@@ -164,20 +89,13 @@ pub fn jnumber(f: f64) -> Value {
 }
 
 pub fn kv(key: impl Into<std::rc::Rc<str>>, value: Value) -> Value {
-    Value::record(vec![
-        ("key".into(), Value::Str(key.into())),
-        ("value".into(), value),
-    ])
+    Value::record(vec![("key".into(), Value::Str(key.into())), ("value".into(), value)])
 }
 
 /// Go's `int(f)` on amd64: NaN and out-of-range values give i64::MIN (Rust would saturate).
 pub fn float_to_int(f: f64) -> i64 {
     const TWO_POW_63: f64 = (1u64 << 63) as f64;
-    if f.is_nan() || !(-TWO_POW_63..TWO_POW_63).contains(&f) {
-        i64::MIN
-    } else {
-        f as i64
-    }
+    if f.is_nan() || !(-TWO_POW_63..TWO_POW_63).contains(&f) { i64::MIN } else { f as i64 }
 }
 
 /// The single argument of a `Json` constructor named `ctor`.
@@ -205,19 +123,13 @@ fn get_as(obj: &Value, key: &Value, ctor: &str) -> Result<Option<Value>, Diagnos
 
 fn object_entries(obj: &Value, field: &str) -> Vec<Value> {
     match payload(obj, "JObject") {
-        Some(Value::List(list)) => list
-            .iter()
-            .filter_map(|e| e.field(field).cloned())
-            .collect(),
+        Some(Value::List(list)) => list.iter().filter_map(|e| e.field(field).cloned()).collect(),
         _ => Vec::new(),
     }
 }
 
 fn filter_payloads(xs: &Value, ctor: &str) -> Result<Vec<Value>, Diagnostic> {
-    Ok(as_list(xs, "filter")?
-        .iter()
-        .filter_map(|j| payload(j, ctor))
-        .collect())
+    Ok(as_list(xs, "filter")?.iter().filter_map(|j| payload(j, ctor)).collect())
 }
 
 fn all_payloads(xs: &Value, ctor: &str) -> Result<Value, Diagnostic> {
@@ -265,11 +177,7 @@ fn not_json(v: &Value) -> Diagnostic {
 
 fn encode_into(v: &Value, out: &mut String) -> Result<(), Diagnostic> {
     if stack::exhausted() {
-        return Err(Diagnostic::new(
-            "RT_RECURSION",
-            "encode: value nested too deeply",
-            None,
-        ));
+        return Err(Diagnostic::new("RT_RECURSION", "encode: value nested too deeply", None));
     }
     let Value::Ctor(c) = v else {
         return Err(not_json(v));
@@ -295,9 +203,7 @@ fn encode_into(v: &Value, out: &mut String) -> Result<(), Diagnostic> {
                 if i > 0 {
                     out.push(',');
                 }
-                let (Some(Value::Str(key)), Some(value)) =
-                    (entry.field("key"), entry.field("value"))
-                else {
+                let (Some(Value::Str(key)), Some(value)) = (entry.field("key"), entry.field("value")) else {
                     return Err(not_json(entry));
                 };
                 encode_string(key, out);
@@ -339,11 +245,7 @@ pub fn format_number(f: f64) -> String {
         return "null".into();
     }
     if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0.0".into()
-        } else {
-            "0".into()
-        };
+        return if f.is_sign_negative() { "-0.0".into() } else { "0".into() };
     }
     let magnitude = f.abs();
     if (1e-6..1e21).contains(&magnitude) {
@@ -459,10 +361,7 @@ impl Reader<'_> {
                 None => return Err(JsonError::UnexpectedEof),
                 Some(c) if c == want => {}
                 Some(c) => {
-                    return Err(Self::invalid(
-                        c,
-                        &format!("in literal {word} (expecting '{want}')"),
-                    ));
+                    return Err(Self::invalid(c, &format!("in literal {word} (expecting '{want}')")));
                 }
             }
         }
@@ -509,9 +408,7 @@ impl Reader<'_> {
             let Some(c) = self.bump() else {
                 return Err(JsonError::UnexpectedEof);
             };
-            let d = c
-                .to_digit(16)
-                .ok_or_else(|| Self::invalid(c, "in \\u hexadecimal character escape"))?;
+            let d = c.to_digit(16).ok_or_else(|| Self::invalid(c, "in \\u hexadecimal character escape"))?;
             value = value * 16 + d;
         }
         Ok(value)
@@ -616,10 +513,7 @@ pub fn decode(text: &str, mode: DecodeMode) -> Result<Value, JsonError> {
                             continue 'value;
                         }
                         Some(other) => {
-                            return Err(Reader::invalid(
-                                other,
-                                "looking for beginning of object key string",
-                            ));
+                            return Err(Reader::invalid(other, "looking for beginning of object key string"));
                         }
                         None => return Err(JsonError::EndOfInput),
                     }
@@ -679,10 +573,7 @@ pub fn decode(text: &str, mode: DecodeMode) -> Result<Value, JsonError> {
                             match r.bump() {
                                 Some('"') => *key = object_key(&mut r)?,
                                 Some(other) => {
-                                    return Err(Reader::invalid(
-                                        other,
-                                        "looking for beginning of object key string",
-                                    ));
+                                    return Err(Reader::invalid(other, "looking for beginning of object key string"));
                                 }
                                 None => return Err(JsonError::EndOfInput),
                             }

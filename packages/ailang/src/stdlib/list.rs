@@ -9,21 +9,10 @@ pub static MODULE: StdModule = StdModule {
     path: "std/list",
     types: &[],
     funcs: &[
-        native("length", 1, |_, a| {
-            Ok(Value::Int(as_list(&a[0], "length")?.len() as i64))
-        }),
-        native("head", 1, |_, a| {
-            Ok(Value::option(
-                as_list(&a[0], "head")?.iter().next().cloned(),
-            ))
-        }),
+        native("length", 1, |_, a| Ok(Value::Int(as_list(&a[0], "length")?.len() as i64))),
+        native("head", 1, |_, a| Ok(Value::option(as_list(&a[0], "head")?.iter().next().cloned()))),
         native("tail", 1, |_, a| {
-            Ok(Value::List(
-                as_list(&a[0], "tail")?
-                    .split()
-                    .map(|(_, t)| t.clone())
-                    .unwrap_or_default(),
-            ))
+            Ok(Value::List(as_list(&a[0], "tail")?.split().map(|(_, t)| t.clone()).unwrap_or_default()))
         }),
         native("reverse", 1, |_, a| {
             let mut out = List::nil();
@@ -32,9 +21,7 @@ pub static MODULE: StdModule = StdModule {
             }
             Ok(Value::List(out))
         }),
-        native("concat", 2, |_, a| {
-            crate::eval::binary(crate::ast::BinOp::Append, arg(&a, 0), arg(&a, 1))
-        }),
+        native("concat", 2, |_, a| crate::eval::binary(crate::ast::BinOp::Append, arg(&a, 0), arg(&a, 1))),
         native("zip", 2, |_, a| {
             let pairs = items(&a[0])?
                 .into_iter()
@@ -93,9 +80,7 @@ pub static MODULE: StdModule = StdModule {
         }),
         native("take", 2, |_, a| {
             let n = as_int(&a[0], "take")?.max(0) as usize;
-            Ok(Value::list(
-                as_list(&a[1], "take")?.iter().take(n).cloned().collect(),
-            ))
+            Ok(Value::list(as_list(&a[1], "take")?.iter().take(n).cloned().collect()))
         }),
         native("drop", 2, |_, a| {
             let n = as_int(&a[0], "drop")?.max(0);
@@ -109,27 +94,13 @@ pub static MODULE: StdModule = StdModule {
             Ok(Value::List(cur))
         }),
         native("nth", 2, |_, a| Ok(Value::option(nth(&a[0], &a[1])?))),
-        native("nth_or", 3, |_, a| {
-            Ok(nth(&a[0], &a[1])?.unwrap_or_else(|| a[2].clone()))
-        }),
-        native("last", 1, |_, a| {
-            Ok(Value::option(
-                as_list(&a[0], "last")?.iter().last().cloned(),
-            ))
-        }),
+        native("nth_or", 3, |_, a| Ok(nth(&a[0], &a[1])?.unwrap_or_else(|| a[2].clone()))),
+        native("last", 1, |_, a| Ok(Value::option(as_list(&a[0], "last")?.iter().last().cloned()))),
         native("head_or", 2, |_, a| {
-            Ok(as_list(&a[0], "head_or")?
-                .iter()
-                .next()
-                .cloned()
-                .unwrap_or_else(|| a[1].clone()))
+            Ok(as_list(&a[0], "head_or")?.iter().next().cloned().unwrap_or_else(|| a[1].clone()))
         }),
         native("last_or", 2, |_, a| {
-            Ok(as_list(&a[0], "last_or")?
-                .iter()
-                .last()
-                .cloned()
-                .unwrap_or_else(|| a[1].clone()))
+            Ok(as_list(&a[0], "last_or")?.iter().last().cloned().unwrap_or_else(|| a[1].clone()))
         }),
         native("any", 2, |it, a| {
             for x in items(&a[1])? {
@@ -159,12 +130,8 @@ pub static MODULE: StdModule = StdModule {
             let sorted = merge_sort(it, &a[0], items(&a[1])?)?;
             Ok(Value::list(sorted))
         }),
-        native("contains", 2, |_, a| {
-            Ok(Value::Bool(member(&a[1], &items(&a[0])?)?))
-        }),
-        native("member", 2, |_, a| {
-            Ok(Value::Bool(member(&a[0], &items(&a[1])?)?))
-        }),
+        native("contains", 2, |_, a| Ok(Value::Bool(member(&a[1], &items(&a[0])?)?))),
+        native("member", 2, |_, a| Ok(Value::Bool(member(&a[0], &items(&a[1])?)?))),
         native("dedup", 1, |_, a| Ok(Value::list(dedup(items(&a[0])?)?))),
         native("union", 2, |_, a| {
             let mut all = items(&a[0])?;

@@ -11,14 +11,8 @@ use std::io::Write;
 pub static MODULE: StdModule = StdModule {
     path: "prelude",
     types: &[
-        StdType {
-            name: "Option",
-            ctors: super::option::OPTION_TYPE.ctors,
-        },
-        StdType {
-            name: "Result",
-            ctors: super::result::RESULT_TYPE.ctors,
-        },
+        StdType { name: "Option", ctors: super::option::OPTION_TYPE.ctors },
+        StdType { name: "Result", ctors: super::result::RESULT_TYPE.ctors },
     ],
     funcs: &[
         native("show", 1, |_, a| Ok(Value::str(show(&a[0])))),
@@ -31,19 +25,11 @@ pub static MODULE: StdModule = StdModule {
 
 fn print(it: &mut Interp, v: &Value, newline: bool) -> Result<Value, Diagnostic> {
     if !it.has_capability("IO") {
-        return Err(Diagnostic::new(
-            "EVA004",
-            "missing capability: IO (grant it with --caps IO)",
-            None,
-        ));
+        return Err(Diagnostic::new("EVA004", "missing capability: IO (grant it with --caps IO)", None));
     }
     let mut out = std::io::stdout().lock();
     let text = show(v);
-    let written = if newline {
-        writeln!(out, "{text}")
-    } else {
-        write!(out, "{text}")
-    };
+    let written = if newline { writeln!(out, "{text}") } else { write!(out, "{text}") };
     written.map_err(|e| Diagnostic::new("EVA001", format!("cannot write to stdout: {e}"), None))?;
     Ok(Value::Unit)
 }

@@ -7,38 +7,18 @@ pub static MODULE: StdModule = StdModule {
     path: "std/string",
     types: &[],
     funcs: &[
-        native("length", 1, |_, a| {
-            Ok(Value::Int(as_str(&a[0], "length")?.chars().count() as i64))
-        }),
+        native("length", 1, |_, a| Ok(Value::Int(as_str(&a[0], "length")?.chars().count() as i64))),
         native("substring", 3, |_, a| {
             let s = as_str(&a[0], "substring")?;
-            Ok(Value::str(substring(
-                s,
-                as_int(&a[1], "substring")?,
-                as_int(&a[2], "substring")?,
-            )))
+            Ok(Value::str(substring(s, as_int(&a[1], "substring")?, as_int(&a[2], "substring")?)))
         }),
-        native("toUpper", 1, |_, a| {
-            Ok(Value::str(map_chars(as_str(&a[0], "toUpper")?, true)))
-        }),
-        native("toLower", 1, |_, a| {
-            Ok(Value::str(map_chars(as_str(&a[0], "toLower")?, false)))
-        }),
-        native("trim", 1, |_, a| {
-            Ok(Value::str(
-                as_str(&a[0], "trim")?.trim_matches(char::is_whitespace),
-            ))
-        }),
+        native("toUpper", 1, |_, a| Ok(Value::str(map_chars(as_str(&a[0], "toUpper")?, true)))),
+        native("toLower", 1, |_, a| Ok(Value::str(map_chars(as_str(&a[0], "toLower")?, false)))),
+        native("trim", 1, |_, a| Ok(Value::str(as_str(&a[0], "trim")?.trim_matches(char::is_whitespace)))),
         native("trimStart", 1, |_, a| {
-            Ok(Value::str(
-                as_str(&a[0], "trimStart")?.trim_start_matches(char::is_whitespace),
-            ))
+            Ok(Value::str(as_str(&a[0], "trimStart")?.trim_start_matches(char::is_whitespace)))
         }),
-        native("trimEnd", 1, |_, a| {
-            Ok(Value::str(
-                as_str(&a[0], "trimEnd")?.trim_end_matches(char::is_whitespace),
-            ))
-        }),
+        native("trimEnd", 1, |_, a| Ok(Value::str(as_str(&a[0], "trimEnd")?.trim_end_matches(char::is_whitespace)))),
         native("compare", 2, |_, a| {
             let (x, y) = (as_str(&a[0], "compare")?, as_str(&a[1], "compare")?);
             Ok(Value::Int(match x.as_bytes().cmp(y.as_bytes()) {
@@ -47,76 +27,35 @@ pub static MODULE: StdModule = StdModule {
                 std::cmp::Ordering::Greater => 1,
             }))
         }),
-        native("find", 2, |_, a| {
-            Ok(Value::Int(find(
-                as_str(&a[0], "find")?,
-                as_str(&a[1], "find")?,
-            )))
-        }),
+        native("find", 2, |_, a| Ok(Value::Int(find(as_str(&a[0], "find")?, as_str(&a[1], "find")?)))),
         native("contains", 2, |_, a| {
-            Ok(Value::Bool(
-                as_str(&a[0], "contains")?.contains(&**as_str(&a[1], "contains")?),
-            ))
+            Ok(Value::Bool(as_str(&a[0], "contains")?.contains(&**as_str(&a[1], "contains")?)))
         }),
         native("startsWith", 2, |_, a| {
-            Ok(Value::Bool(
-                as_str(&a[0], "startsWith")?.starts_with(&**as_str(&a[1], "startsWith")?),
-            ))
+            Ok(Value::Bool(as_str(&a[0], "startsWith")?.starts_with(&**as_str(&a[1], "startsWith")?)))
         }),
         native("endsWith", 2, |_, a| {
-            Ok(Value::Bool(
-                as_str(&a[0], "endsWith")?.ends_with(&**as_str(&a[1], "endsWith")?),
-            ))
+            Ok(Value::Bool(as_str(&a[0], "endsWith")?.ends_with(&**as_str(&a[1], "endsWith")?)))
         }),
-        native("stringToInt", 1, |_, a| {
-            Ok(Value::option(
-                parse_int(as_str(&a[0], "stringToInt")?).map(Value::Int),
-            ))
-        }),
+        native("stringToInt", 1, |_, a| Ok(Value::option(parse_int(as_str(&a[0], "stringToInt")?).map(Value::Int)))),
         native("stringToFloat", 1, |_, a| {
-            Ok(Value::option(
-                parse_float(as_str(&a[0], "stringToFloat")?).map(Value::Float),
-            ))
+            Ok(Value::option(parse_float(as_str(&a[0], "stringToFloat")?).map(Value::Float)))
         }),
-        native("intToStr", 1, |_, a| {
-            Ok(Value::str(as_int(&a[0], "intToStr")?.to_string()))
-        }),
-        native("floatToStr", 1, |_, a| {
-            Ok(Value::str(show_float(as_float(&a[0], "floatToStr")?)))
-        }),
-        native("split", 2, |_, a| {
-            Ok(strings(split(
-                as_str(&a[0], "split")?,
-                as_str(&a[1], "split")?,
-            )))
-        }),
-        native("chars", 1, |_, a| {
-            Ok(strings(
-                as_str(&a[0], "chars")?.chars().map(String::from).collect(),
-            ))
-        }),
+        native("intToStr", 1, |_, a| Ok(Value::str(as_int(&a[0], "intToStr")?.to_string()))),
+        native("floatToStr", 1, |_, a| Ok(Value::str(show_float(as_float(&a[0], "floatToStr")?)))),
+        native("split", 2, |_, a| Ok(strings(split(as_str(&a[0], "split")?, as_str(&a[1], "split")?)))),
+        native("chars", 1, |_, a| Ok(strings(as_str(&a[0], "chars")?.chars().map(String::from).collect()))),
         native("join", 2, |_, a| {
             let delim = as_str(&a[0], "join")?;
             let parts = string_items(&a[1], "join")?;
             Ok(Value::str(parts.join(&**delim)))
         }),
-        native("concat", 1, |_, a| {
-            Ok(Value::str(string_items(&a[0], "concat")?.concat()))
-        }),
+        native("concat", 1, |_, a| Ok(Value::str(string_items(&a[0], "concat")?.concat()))),
         native("repeat", 2, |_, a| {
             let n = as_int(&a[1], "repeat")?;
-            Ok(Value::str(
-                as_str(&a[0], "repeat")?.repeat(n.max(0) as usize),
-            ))
+            Ok(Value::str(as_str(&a[0], "repeat")?.repeat(n.max(0) as usize)))
         }),
-        native("words", 1, |_, a| {
-            Ok(strings(
-                as_str(&a[0], "words")?
-                    .split_whitespace()
-                    .map(String::from)
-                    .collect(),
-            ))
-        }),
+        native("words", 1, |_, a| Ok(strings(as_str(&a[0], "words")?.split_whitespace().map(String::from).collect()))),
         native("splitAny", 2, |_, a| {
             let seps = as_str(&a[1], "splitAny")?;
             let parts = as_str(&a[0], "splitAny")?
@@ -127,16 +66,8 @@ pub static MODULE: StdModule = StdModule {
             Ok(strings(parts))
         }),
         native("replace", 3, |_, a| {
-            let (s, old, new) = (
-                as_str(&a[0], "replace")?,
-                as_str(&a[1], "replace")?,
-                as_str(&a[2], "replace")?,
-            );
-            Ok(Value::str(if old.is_empty() {
-                s.to_string()
-            } else {
-                s.replace(&**old, new)
-            }))
+            let (s, old, new) = (as_str(&a[0], "replace")?, as_str(&a[1], "replace")?, as_str(&a[2], "replace")?);
+            Ok(Value::str(if old.is_empty() { s.to_string() } else { s.replace(&**old, new) }))
         }),
     ],
 };
@@ -146,10 +77,7 @@ fn strings(items: Vec<String>) -> Value {
 }
 
 fn string_items(v: &Value, what: &str) -> Result<Vec<String>, crate::Diagnostic> {
-    as_list(v, what)?
-        .iter()
-        .map(|x| as_str(x, what).map(|s| s.to_string()))
-        .collect()
+    as_list(v, what)?.iter().map(|x| as_str(x, what).map(|s| s.to_string())).collect()
 }
 
 /// Rune-indexed slice, with indices clamped into range.
@@ -157,10 +85,7 @@ pub fn substring(s: &str, start: i64, end: i64) -> String {
     let len = s.chars().count() as i64;
     let start = start.clamp(0, len);
     let end = end.clamp(start, len);
-    s.chars()
-        .skip(start as usize)
-        .take((end - start) as usize)
-        .collect()
+    s.chars().skip(start as usize).take((end - start) as usize).collect()
 }
 
 /// The code-point index of the first match, or -1.
@@ -175,11 +100,7 @@ pub fn find(hay: &str, needle: &str) -> i64 {
 fn map_chars(s: &str, upper: bool) -> String {
     s.chars()
         .map(|c| {
-            let mut mapped: Vec<char> = if upper {
-                c.to_uppercase().collect()
-            } else {
-                c.to_lowercase().collect()
-            };
+            let mut mapped: Vec<char> = if upper { c.to_uppercase().collect() } else { c.to_lowercase().collect() };
             match mapped.len() {
                 1 => mapped.remove(0),
                 _ if c == '\u{130}' && !upper => 'i',
@@ -201,10 +122,7 @@ fn parse_int(s: &str) -> Option<i64> {
 /// Go `strconv.ParseFloat`: out-of-range input is an error, not an infinity.
 fn parse_float(s: &str) -> Option<f64> {
     let f: f64 = s.parse().ok()?;
-    let says_infinite = s
-        .trim_start_matches(['+', '-'])
-        .to_ascii_lowercase()
-        .starts_with("inf");
+    let says_infinite = s.trim_start_matches(['+', '-']).to_ascii_lowercase().starts_with("inf");
     if f.is_infinite() && !says_infinite {
         return None;
     }

@@ -76,11 +76,7 @@ impl Capsule {
     }
 
     pub fn run_args(&self, args: &[&str]) -> Outcome {
-        self.command()
-            .args(args)
-            .output()
-            .expect("spawn ailang")
-            .into()
+        self.command().args(args).output().expect("spawn ailang").into()
     }
 }
 
@@ -105,9 +101,7 @@ pub fn ail_str(text: &str) -> String {
             '\\' => out.push_str("\\\\"),
             '$' => out.push_str("\\$"),
             '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
             c => out.push(c),
         }
     }
@@ -118,47 +112,28 @@ pub fn ail_str(text: &str) -> String {
 /// Evaluate many expressions in one module (one process) and compare each line of output.
 /// `prelude` holds imports and helper declarations.
 pub fn expect_lines(prelude: &str, cases: &[(&str, &str)]) {
-    let body: Vec<String> = cases
-        .iter()
-        .map(|(expr, _)| format!("${{{expr}}}"))
-        .collect();
+    let body: Vec<String> = cases.iter().map(|(expr, _)| format!("${{{expr}}}")).collect();
     let source = format!(
         "module corpus/batch\n{prelude}\nexport func main(input: string) -> string {{\n  \"{}\"\n}}\n",
         body.join("\\n")
     );
     let out = transition(&source, "{}");
     assert_eq!(out.code, 0, "source:\n{source}\nstderr: {}", out.stderr);
-    let lines: Vec<&str> = out
-        .stdout
-        .strip_suffix('\n')
-        .unwrap_or(&out.stdout)
-        .split('\n')
-        .collect();
+    let lines: Vec<&str> = out.stdout.strip_suffix('\n').unwrap_or(&out.stdout).split('\n').collect();
     assert_eq!(lines.len(), cases.len(), "stdout: {}", out.stdout);
     let mut failures = Vec::new();
     for ((expr, expected), got) in cases.iter().zip(&lines) {
         if got != expected {
-            failures.push(format!(
-                "  {expr}\n    expected: {expected}\n    got:      {got}"
-            ));
+            failures.push(format!("  {expr}\n    expected: {expected}\n    got:      {got}"));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} case(s) differ:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} case(s) differ:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// Run a program expected to fail; return its stderr after checking the exit code.
 pub fn expect_failure(source: &str, input: &str, code: i32) -> String {
     let out = transition(source, input);
-    assert_eq!(
-        out.code, code,
-        "stdout: {}\nstderr: {}",
-        out.stdout, out.stderr
-    );
+    assert_eq!(out.code, code, "stdout: {}\nstderr: {}", out.stdout, out.stderr);
     assert_eq!(out.stdout, "", "a failing run prints nothing on stdout");
     out.stderr
 }
