@@ -2,6 +2,7 @@
 
 mod serve;
 mod session;
+mod up;
 
 use std::process::ExitCode;
 
@@ -33,6 +34,10 @@ enum Command {
     Session(session::SessionCommand),
     /// Commit the genesis world (revision 0) to a store that has no head yet.
     Genesis(GenesisArgs),
+    /// The one-command start: bootstrap, publish the bundled examples and
+    /// mint a demo session on first run (attended), then serve a core and an
+    /// edge until Ctrl-C.
+    Up(up::UpArgs),
 }
 
 #[derive(clap::Args)]
@@ -77,6 +82,7 @@ pub fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Session(command) => session::run(command).await,
             Command::Genesis(args) => genesis(args).await,
+            Command::Up(args) => up::run(args).await,
         }
     });
     match outcome {

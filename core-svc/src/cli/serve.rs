@@ -1,15 +1,15 @@
 //! `world-core serve`.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
-use world_core::archive::Archive;
+use world_core::archive::{Archive, Interpreter};
 use world_core::capsule::VerifiedInterpreter;
 use world_core::coordinator::Limits;
-use world_core::store::{LockMode, OpenMode, ServingLock};
+use world_core::store::{LockMode, OpenMode, ServingLock, Store, StoreLocation};
 use world_core::subprocess::{self, Slots};
 use world_core::{Core, registry};
 
@@ -46,57 +46,73 @@ pub async fn run(args: ServeArgs) -> Outcome {
     let location = parse_location(&args.store)?;
     let store = open_store(&location, OpenMode::CreateIfMissing).await?;
     let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
-    let slots = Slots::new(subprocess::DEFAULT_SLOTS);
-    let interpreter = match &args.ailang_bin {
-        None => {
-            tracing::warn!(
-                "serving without --ailang-bin: there is no coordinator; invocations answer \"not available\""
-            );
-            None
-        }
-        Some(binary) => {
-            let archive = Archive::for_store(&location, args.artifacts.as_deref()).map_err(Failed::refused)?;
-            let interpreter = archive
-                .archive(binary, &slots)
-                .await
-                .map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
-            let release = interpreter.release();
-            registry::bootstrap_epochs(&store, &release)
-                .await
-                .map_err(|e| Failed::fatal(format!("startup failed at registry-bootstrap: {e}")))?;
-            tracing::info!(interpreter = %interpreter.reference, %release, "interpreter archived and pinned");
-            Some(interpreter)
-        }
-    };
-    let core = match interpreter {
-        None => Core::new(store.clone()),
-        Some(interpreter) => {
-            let verified = VerifiedInterpreter::open(interpreter)
-                .map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
-            Core::with_coordinator(store.clone(), verified, slots, Limits::default())
-        }
-    };
-    let core = Arc::new(core);
-
+    let core = build_core(&store, &location, args.ailang_bin.as_deref(), args.artifacts.as_deref()).await?;
     let listener = TcpListener::bind(args.listen)
         .await
         .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.listen)))?;
-    let address = listener.local_addr().map_err(Failed::fatal)?;
-    let router = world_core::grpc::router(core).map_err(Failed::fatal)?;
     // Handlers go in before the startup line, so a signal sent as soon as
     // the line is read is a graceful stop, not the default termination.
     let shutdown = shutdown_signal().map_err(Failed::fatal)?;
+    serve_grpc(core, listener, &location, shutdown).await?;
+    store.close().await;
+    tracing::info!("world-core stopped");
+    Ok(())
+}
+
+/// Archives and pins the interpreter (bootstrapping epoch 1 for its
+/// release) when one is given, and builds the core around the store.
+pub async fn build_core(
+    store: &Store,
+    location: &StoreLocation,
+    ailang_bin: Option<&Path>,
+    artifacts: Option<&Path>,
+) -> Result<Arc<Core>, Failed> {
+    let Some(binary) = ailang_bin else {
+        tracing::warn!("serving without --ailang-bin: there is no coordinator; invocations answer \"not available\"");
+        return Ok(Arc::new(Core::new(store.clone())));
+    };
+    let slots = Slots::new(subprocess::DEFAULT_SLOTS);
+    let interpreter = pin_interpreter(store, location, binary, artifacts, &slots).await?;
+    let verified =
+        VerifiedInterpreter::open(interpreter).map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
+    Ok(Arc::new(Core::with_coordinator(store.clone(), verified, slots, Limits::default())))
+}
+
+/// Archives `binary` next to the store and bootstraps epoch 1 for its release.
+pub async fn pin_interpreter(
+    store: &Store,
+    location: &StoreLocation,
+    binary: &Path,
+    artifacts: Option<&Path>,
+    slots: &Slots,
+) -> Result<Interpreter, Failed> {
+    let archive = Archive::for_store(location, artifacts).map_err(Failed::refused)?;
+    let interpreter =
+        archive.archive(binary, slots).await.map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
+    let release = interpreter.release();
+    registry::bootstrap_epochs(store, &release)
+        .await
+        .map_err(|e| Failed::fatal(format!("startup failed at registry-bootstrap: {e}")))?;
+    tracing::info!(interpreter = %interpreter.reference, %release, "interpreter archived and pinned");
+    Ok(interpreter)
+}
+
+/// Prints the startup line and serves until `shutdown` resolves.
+pub async fn serve_grpc(
+    core: Arc<Core>,
+    listener: TcpListener,
+    location: &StoreLocation,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Outcome {
+    let address = listener.local_addr().map_err(Failed::fatal)?;
+    let router = world_core::grpc::router(core).map_err(Failed::fatal)?;
     println!("world-core listening on grpc://{address}");
     tracing::info!(%address, store = %location, "world-core serving");
-
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     router
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
-        .map_err(|e| Failed::fatal(format!("the gRPC server failed: {e}")))?;
-    store.close().await;
-    tracing::info!("world-core stopped");
-    Ok(())
+        .map_err(|e| Failed::fatal(format!("the gRPC server failed: {e}")))
 }
 
 /// Installs SIGINT and SIGTERM handlers now; the future resolves on either.
