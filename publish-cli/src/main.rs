@@ -150,7 +150,8 @@ async fn publish_with(store: &Store, location: &StoreLocation, args: Transitions
         Ok(entries) => entries,
         Err(error) => return End::Failed(error),
     };
-    if let Some(stop) = attended_gate(entries.len(), &args.manifest, &args.store) {
+    // The phrase names the store without its password (secrets are never shown).
+    if let Some(stop) = attended_gate(entries.len(), &args.manifest, &location.redacted()) {
         return stop;
     }
     let archive = match Archive::for_store(location, args.artifacts.as_deref()) {

@@ -149,21 +149,41 @@ impl World {
     pub fn echo_core() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = dir.path().join("world.db");
+        Self::echo_core_on(dir, store, None)
+    }
+
+    /// An echo world on `store` (a SQLite path or a PostgreSQL URL); a
+    /// PostgreSQL store keeps its archives in `artifacts`.
+    pub fn echo_core_on(dir: tempfile::TempDir, store: PathBuf, artifacts: Option<&Path>) -> Self {
         let ailang = bin("ailang");
-        let ailang = ailang.to_str().expect("utf-8 path");
-        let (bootstrap, _) = start_core(&store, dir.path(), &["--ailang-bin", ailang]);
+        let serve_args = serve_args(&ailang, artifacts);
+        let serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
+        let (bootstrap, _) = start_core(&store, dir.path(), &serve_args);
         assert!(bootstrap.terminate().success(), "the bootstrap serve did not stop cleanly");
-        publish(&store, &examples_dir().join("transitions.json"), 1);
+        publish_with(&store, &examples_dir().join("transitions.json"), 1, artifacts);
         let genesis =
             Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
         assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
-        let (core, core_addr) = start_core(&store, dir.path(), &["--ailang-bin", ailang]);
+        let (core, core_addr) = start_core(&store, dir.path(), &serve_args);
         Self { dir, store, core, core_addr, edge: None, edge_url: String::new() }
     }
 }
 
+/// `serve` arguments pinning `ailang` (and naming the artifacts directory).
+pub fn serve_args(ailang: &Path, artifacts: Option<&Path>) -> Vec<String> {
+    let mut args = vec!["--ailang-bin".to_owned(), ailang.display().to_string()];
+    if let Some(dir) = artifacts {
+        args.extend(["--artifacts".to_owned(), dir.display().to_string()]);
+    }
+    args
+}
+
 /// `world-publish transitions` from the repository root, typing the phrase.
 pub fn publish(store: &Path, manifest: &Path, count: usize) {
+    publish_with(store, manifest, count, None)
+}
+
+pub fn publish_with(store: &Path, manifest: &Path, count: usize, artifacts: Option<&Path>) {
     let mut command = Command::new(bin("world-publish"));
     command
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
@@ -173,7 +193,11 @@ pub fn publish(store: &Path, manifest: &Path, count: usize) {
         .arg(manifest)
         .arg("--ailang-bin")
         .arg(bin("ailang"));
-    let phrase = format!("publish {count} transitions to {}\n", store.display());
+    if let Some(dir) = artifacts {
+        command.arg("--artifacts").arg(dir);
+    }
+    let shown = world_core::store::redact_url_password(&store.display().to_string());
+    let phrase = format!("publish {count} transitions to {shown}\n");
     let run = run_attended(command, &phrase);
     assert!(run.status.success(), "publish failed: {}\n{}", run.stdout, run.stderr);
 }
@@ -285,4 +309,25 @@ pub fn http() -> reqwest::Client {
         .timeout(Duration::from_secs(30))
         .build()
         .expect("http client")
+}
+
+/// A new, empty database on the PostgreSQL server `admin` names; returns its URL.
+pub async fn fresh_postgres_database(admin: &str) -> String {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let mut random = [0u8; 6];
+    getrandom_fill(&mut random);
+    let name = format!("world_e2e_{}", random.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let mut conn = sqlx::AnyConnection::connect(admin).await.expect("connect to the PostgreSQL admin URL");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut conn)
+        .await
+        .expect("create database");
+    let base = admin.rsplit_once('/').map(|(base, _)| base).expect("the admin URL names a database");
+    format!("{base}/{name}")
+}
+
+fn getrandom_fill(bytes: &mut [u8]) {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(bytes)).expect("/dev/urandom");
 }

@@ -116,3 +116,48 @@ async fn concurrent_distinct_calls_all_commit_and_one_task_id_runs_once() {
     assert_eq!(store.log_page(0, 500).await.unwrap().len(), 52);
     store.close().await;
 }
+
+/// Several cores serving one PostgreSQL database: calls spread over both
+/// all commit, the log stays gapless and a task id still runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_cores_on_one_postgres_database_share_one_log() {
+    let Ok(admin) = std::env::var("WORLD_TEST_POSTGRES_URL") else {
+        assert!(std::env::var_os("CI").is_none(), "WORLD_TEST_POSTGRES_URL must name a PostgreSQL server under CI");
+        eprintln!("skipped: set WORLD_TEST_POSTGRES_URL to run the PostgreSQL half");
+        return;
+    };
+    let url = world_tests::fresh_postgres_database(&admin).await;
+    let dir = tempfile::tempdir().unwrap();
+    let artifacts = dir.path().join("artifacts");
+    let first = World::echo_core_on(dir, url.clone().into(), Some(&artifacts));
+    let serve_args = world_tests::serve_args(&world_tests::bin("ailang"), Some(&artifacts));
+    let serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
+    let (_second, second_addr) = world_tests::start_core(&first.store, first.dir.path(), &serve_args);
+    let token = first.mint("ep1", &["world.apply=world:100"], 3600);
+
+    let a = client(&first).await;
+    let b = InvocationClient::connect(format!("http://{second_addr}")).await.unwrap();
+    let calls = (0..20).map(|i| {
+        let mut client = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let token = token.clone();
+        async move { invoked(invoke(&mut client, &token, &format!("pg-{i}"), &format!(r#"{{"n":{i}}}"#)).await) }
+    });
+    let indices: BTreeSet<i64> = futures::future::join_all(calls).await.iter().map(|r| r.entry_index).collect();
+    assert_eq!(indices, (1..=20).collect::<BTreeSet<_>>());
+
+    let same = (0..6).map(|i| {
+        let mut client = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let token = token.clone();
+        async move { invoke(&mut client, &token, "pg-same", r#"{"same":1}"#).await }
+    });
+    let mut entries = BTreeSet::new();
+    for outcome in futures::future::join_all(same).await {
+        match outcome {
+            pb::invoke_reply::Outcome::Invoked(invoked) => {
+                entries.insert(invoked.entry_index);
+            }
+            pb::invoke_reply::Outcome::Failure(failure) => assert_eq!(failure.code, "task_id_used"),
+        }
+    }
+    assert_eq!(entries, BTreeSet::from([21]));
+}
