@@ -20,6 +20,7 @@ use world_model::{
 };
 
 use crate::capsule::{self, CapsuleError, VerifiedInterpreter};
+use crate::metrics::Metrics;
 use crate::registry::{Current, RegistryReader};
 use crate::session::{SessionBinding, now_unix, random_bytes};
 use crate::store::{Claim, Commit, LogEntry, Planner, Store, StoreError, StoredObject, WorldRow};
@@ -82,6 +83,7 @@ pub struct Coordinator {
     limits: Limits,
     /// Names this process in claim rows.
     owner: String,
+    metrics: Arc<Metrics>,
 }
 
 /// A failure plus the internal cause the core logs once (callers never see it).
@@ -114,9 +116,19 @@ impl From<StoreError> for Refusal {
 }
 
 impl Coordinator {
-    pub fn new(store: Store, interpreter: VerifiedInterpreter, slots: Slots, limits: Limits) -> Self {
+    pub fn new(
+        store: Store,
+        interpreter: VerifiedInterpreter,
+        slots: Slots,
+        limits: Limits,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         let owner = format!("core-{}-{}", std::process::id(), hex::encode(&random_bytes()[..4]));
-        Self { store, interpreter, slots, limits, owner }
+        Self { store, interpreter, slots, limits, owner, metrics }
+    }
+
+    pub fn slots_in_use(&self) -> usize {
+        self.slots.in_use()
     }
 
     pub fn interpreter_ref(&self) -> HashRef {
@@ -130,8 +142,14 @@ impl Coordinator {
         let this = Arc::clone(self);
         let task = tokio::spawn(async move {
             let surface = call.surface;
+            let transition = call.transition_id.clone();
             let mut id = None;
             let result = this.invoke_inner(&registry, call, started, &mut id).await;
+            let outcome = match &result {
+                Ok(_) => "committed",
+                Err(refusal) => refusal.failure.code.as_str(),
+            };
+            this.metrics.invocation(&transition, outcome);
             result.map_err(|refusal| {
                 if let Some(cause) = refusal.cause {
                     // The reference's operator line; the cause never reaches the caller.
@@ -258,9 +276,11 @@ impl Coordinator {
 
         let input_text = std::str::from_utf8(input).map_err(|e| Refusal::because(FailureCode::InvalidParams, e))?;
         let remaining = deadline.saturating_duration_since(Instant::now());
+        let run_started = Instant::now();
         let finished = capsule::run(&self.interpreter, &source, input_text, &self.slots, remaining)
             .await
             .map_err(classify_capsule_error)?;
+        self.metrics.capsule_run(run_started.elapsed());
         if !finished.success() {
             let stderr = String::from_utf8_lossy(&finished.stderr);
             let code = if stderr.contains("ARG_DECODE_MISMATCH") || stderr.contains("entrypoint 'main' not found") {

@@ -9,6 +9,7 @@ pub mod coordinator;
 pub mod genesis;
 pub mod grpc;
 pub mod limits;
+pub mod metrics;
 pub mod publish;
 pub mod registry;
 pub mod session;
@@ -32,12 +33,13 @@ pub struct Core {
     pub registry: std::sync::Arc<registry::RegistryReader>,
     /// Present only when serving with an interpreter.
     pub coordinator: Option<std::sync::Arc<coordinator::Coordinator>>,
+    pub metrics: std::sync::Arc<metrics::Metrics>,
 }
 
 impl Core {
     /// A core without a coordinator: invocations answer "not available".
     pub fn new(store: Store) -> Self {
-        Self { store, interpreter: None, registry: Default::default(), coordinator: None }
+        Self { store, interpreter: None, registry: Default::default(), coordinator: None, metrics: Default::default() }
     }
 
     /// A core that invokes transitions with the verified, pinned interpreter.
@@ -48,12 +50,15 @@ impl Core {
         limits: coordinator::Limits,
     ) -> Self {
         let archived = interpreter.interpreter.clone();
-        let coordinator = coordinator::Coordinator::new(store.clone(), interpreter, slots, limits);
+        let metrics = std::sync::Arc::<metrics::Metrics>::default();
+        let coordinator =
+            coordinator::Coordinator::new(store.clone(), interpreter, slots, limits, std::sync::Arc::clone(&metrics));
         Self {
             store,
             interpreter: Some(archived),
             registry: Default::default(),
             coordinator: Some(std::sync::Arc::new(coordinator)),
+            metrics,
         }
     }
 
@@ -65,6 +70,11 @@ impl Core {
             Ok(Err(error)) => Err(grpc::resolve_failure(error, what)),
             Err(_) => Err(Failure::new(FailureCode::Timeout, "credential lookup deadline (3s) exceeded")),
         }
+    }
+
+    /// The Prometheus text of this core's metrics.
+    pub fn render_metrics(&self) -> String {
+        self.metrics.render(self.coordinator.as_ref().map_or(0, |c| c.slots_in_use()))
     }
 
     pub fn health(&self) -> pb::HealthReply {

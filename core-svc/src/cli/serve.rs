@@ -31,13 +31,7 @@ pub struct ServeArgs {
     /// required for PostgreSQL).
     #[arg(long, env = "WORLD_ARTIFACTS")]
     artifacts: Option<PathBuf>,
-    /// Episode worktrees live at `<DIR>/<episode>`.
-    #[arg(long, env = "WORLD_WORKSPACE_ROOT")]
-    workspace_root: Option<PathBuf>,
-    /// The examples corpus for the examples-search tool.
-    #[arg(long, env = "WORLD_EXAMPLES_DIR")]
-    examples_dir: Option<PathBuf>,
-    /// Serve Prometheus metrics on this address.
+    /// Serve Prometheus metrics (`GET /metrics`) on this address.
     #[arg(long, env = "WORLD_METRICS_LISTEN")]
     metrics_listen: Option<SocketAddr>,
 }
@@ -53,6 +47,9 @@ pub async fn run(args: ServeArgs) -> Outcome {
     // Handlers go in before the startup line, so a signal sent as soon as
     // the line is read is a graceful stop, not the default termination.
     let shutdown = shutdown_signal().map_err(Failed::fatal)?;
+    if let Some(address) = args.metrics_listen {
+        serve_metrics(Arc::clone(&core), address).await?;
+    }
     serve_grpc(core, listener, &location, shutdown).await?;
     store.close().await;
     tracing::info!("world-core stopped");
@@ -126,4 +123,26 @@ pub fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()
         }
         tracing::info!("shutdown requested; draining");
     })
+}
+
+/// `GET /metrics` in Prometheus text on its own listener, in the background.
+pub async fn serve_metrics(core: Arc<Core>, address: SocketAddr) -> Outcome {
+    let listener = TcpListener::bind(address)
+        .await
+        .map_err(|e| Failed::fatal(format!("cannot listen for metrics on {address}: {e}")))?;
+    let bound = listener.local_addr().map_err(Failed::fatal)?;
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let core = Arc::clone(&core);
+            async move { ([("content-type", "text/plain; version=0.0.4")], core.render_metrics()) }
+        }),
+    );
+    println!("world-core metrics on http://{bound}/metrics");
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "the metrics listener failed");
+        }
+    });
+    Ok(())
 }
