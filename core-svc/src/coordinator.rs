@@ -84,7 +84,13 @@ pub struct Coordinator {
     /// Names this process in claim rows.
     owner: String,
     metrics: Arc<Metrics>,
+    /// Compiled input schemas by the hash of their canonical text: a schema
+    /// compiles once, not per call.
+    validators: std::sync::Mutex<std::collections::HashMap<HashRef, Arc<jsonschema::Validator>>>,
 }
+
+/// Bound on the compiled-schema cache; past it the cache starts over.
+const VALIDATOR_CACHE: usize = 4096;
 
 /// A failure plus the internal cause the core logs once (callers never see it).
 struct Refusal {
@@ -124,7 +130,7 @@ impl Coordinator {
         metrics: Arc<Metrics>,
     ) -> Self {
         let owner = format!("core-{}-{}", std::process::id(), hex::encode(&random_bytes()[..4]));
-        Self { store, interpreter, slots, limits, owner, metrics }
+        Self { store, interpreter, slots, limits, owner, metrics, validators: Default::default() }
     }
 
     pub fn slots_in_use(&self) -> usize {
@@ -216,7 +222,7 @@ impl Coordinator {
         if !descriptor.declared_effects.is_empty() {
             return Err(Refusal::of(FailureCode::EffectsUnsupported));
         }
-        validate_arguments(&descriptor, &arguments)?;
+        self.validate_arguments(&descriptor, &arguments)?;
 
         // R17 + reconcile: the claim says whether this id is free, running,
         // or already committed for this very call.
@@ -323,6 +329,37 @@ impl Coordinator {
         })
     }
 
+    fn validate_arguments(&self, descriptor: &Descriptor, arguments: &serde_json::Value) -> Result<(), Refusal> {
+        let key = HashRef::of(descriptor.input_schema.as_str().as_bytes());
+        let cached = self.validators.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
+        let validator = match cached {
+            Some(validator) => validator,
+            None => {
+                let schema: serde_json::Value = serde_json::from_str(descriptor.input_schema.as_str())
+                    .map_err(|e| Refusal::because(FailureCode::Unavailable, e))?;
+                let validator = Arc::new(
+                    jsonschema::validator_for(&schema).map_err(|e| Refusal::because(FailureCode::Unavailable, e))?,
+                );
+                let mut cache = self.validators.lock().unwrap_or_else(|p| p.into_inner());
+                if cache.len() >= VALIDATOR_CACHE {
+                    cache.clear();
+                }
+                cache.insert(key, Arc::clone(&validator));
+                validator
+            }
+        };
+        match validator.iter_errors(arguments).next() {
+            None => Ok(()),
+            Some(error) => Err(Refusal {
+                failure: Failure::new(
+                    FailureCode::InvalidParams,
+                    format!("arguments do not match the input schema: {error}"),
+                ),
+                cause: None,
+            }),
+        }
+    }
+
     /// The committed result of `id`, read back and verified (nothing runs).
     async fn reconcile(&self, id: &str, task: &TaskId) -> Result<Invoked, Refusal> {
         let integrity = |what: &str| Refusal::because(FailureCode::Unavailable, format!("reconcile {id}: {what}"));
@@ -360,22 +397,6 @@ fn bind(current: &Current, call: &Call, now: i64) -> Result<Descriptor, Refusal>
         .filter(|d| d.visible_to(&call.session.grants, now))
         .cloned()
         .ok_or_else(|| Refusal::of(FailureCode::NotAuthorized))
-}
-
-fn validate_arguments(descriptor: &Descriptor, arguments: &serde_json::Value) -> Result<(), Refusal> {
-    let schema: serde_json::Value = serde_json::from_str(descriptor.input_schema.as_str())
-        .map_err(|e| Refusal::because(FailureCode::Unavailable, e))?;
-    let validator = jsonschema::validator_for(&schema).map_err(|e| Refusal::because(FailureCode::Unavailable, e))?;
-    match validator.iter_errors(arguments).next() {
-        None => Ok(()),
-        Some(error) => Err(Refusal {
-            failure: Failure::new(
-                FailureCode::InvalidParams,
-                format!("arguments do not match the input schema: {error}"),
-            ),
-            cause: None,
-        }),
-    }
 }
 
 /// What makes two calls under one id "the same call".
