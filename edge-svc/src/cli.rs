@@ -1,0 +1,56 @@
+//! `world-edge` flags; each can also be set by the `WORLD_*` variable `--help` names.
+
+use std::net::SocketAddr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Clone, Debug, clap::Parser)]
+#[command(
+    name = "world-edge",
+    version,
+    about = "The stateless HTTP edge of World: agent card, REST /v1, POST /mcp/ and POST /a2a/, forwarded to world-core over gRPC"
+)]
+pub struct EdgeArgs {
+    /// The HTTP listen address (port 0 picks a free port; the startup line names it).
+    #[arg(long, env = "WORLD_LISTEN", default_value = "127.0.0.1:7644")]
+    pub listen: SocketAddr,
+    /// A world-core gRPC URL such as http://127.0.0.1:7650; repeat the flag or give a comma
+    /// list to spread calls over several cores (round robin).
+    #[arg(long = "core", env = "WORLD_CORE", value_delimiter = ',', required = true)]
+    pub core: Vec<String>,
+    /// Browser origins allowed to call /mcp/ besides loopback ones (exact, comma list; `*`
+    /// allows any).
+    #[arg(long, env = "WORLD_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+    /// Log line format on stderr.
+    #[arg(long, env = "WORLD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn core_urls_repeat_or_split_on_commas() {
+        let args = EdgeArgs::try_parse_from([
+            "world-edge",
+            "--core",
+            "http://a:1,http://b:2",
+            "--core",
+            "http://c:3",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .unwrap();
+        assert_eq!(args.core, ["http://a:1", "http://b:2", "http://c:3"]);
+        assert_eq!(args.listen.port(), 0);
+        assert_eq!(args.log_format, LogFormat::Human);
+        assert!(EdgeArgs::try_parse_from(["world-edge", "--core", "http://a:1", "--log-format", "xml"]).is_err());
+    }
+}

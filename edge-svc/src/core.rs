@@ -1,0 +1,455 @@
+//! The gRPC client to world-core: one lazily connected channel per `--core` URL, picked round
+//! robin, so the edge starts before the core and any number of core replicas share the load.
+//!
+//! Every call forwards the caller's `Authorization` as `authorization` metadata, carries its
+//! deadline as `grpc-timeout` and enforces it locally too (a hung core must not hang the
+//! request), and comes back as the reply's value or a typed [`Failure`]: the core's own, or
+//! one standing for a transport problem. Nothing here chooses an HTTP status.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tonic::metadata::MetadataValue;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Request, Response, Status};
+use world_model::{Failure, FailureCode, HashRef};
+use world_proto::v1 as pb;
+use world_proto::v1::admission_client::AdmissionClient;
+use world_proto::v1::store_client::StoreClient;
+
+use crate::session::Forwarded;
+
+/// Per-call deadlines. Each is the core's own budget plus a margin for the hop, so the core's
+/// typed timeout normally wins and the edge's fires only when the core is hung or gone.
+pub mod deadline {
+    use std::time::Duration;
+
+    /// Health reads nothing from the store.
+    pub const HEALTH: Duration = Duration::from_secs(5);
+    /// Store reads: the core's 10 s read bound.
+    pub const READ: Duration = Duration::from_secs(12);
+    /// Admission: 10 s on the card (reference-edge §4) and on each invocation's re-admission.
+    pub const ADMIT: Duration = Duration::from_secs(12);
+    /// REST commit: the core's 3 s commit budget.
+    pub const COMMIT: Duration = Duration::from_secs(6);
+    /// How long to wait for a TCP connection to a core.
+    pub const CONNECT: Duration = Duration::from_secs(3);
+}
+
+/// The message of the failure that stands for a core the edge cannot reach.
+pub const CORE_UNREACHABLE: &str = "world-core is unreachable; retry the request";
+/// The message of the failure that stands for a core that did not answer in time.
+pub const CORE_DEADLINE: &str = "world-core did not answer within its deadline";
+
+#[derive(Debug, thiserror::Error)]
+pub enum CoreUrlError {
+    #[error("at least one --core URL is required (for example http://127.0.0.1:7650)")]
+    None,
+    #[error("--core {url:?} is not a usable URL: {reason}")]
+    Invalid { url: String, reason: String },
+}
+
+#[derive(Clone)]
+pub struct CoreClient {
+    channels: Arc<[Channel]>,
+    next: Arc<AtomicUsize>,
+}
+
+/// How a failed call is classified when the reply never arrived.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LostReply {
+    /// A read or admission: nothing happened, retrying is safe.
+    Retryable,
+    /// A commit: it may have landed, so the caller is told to reconcile first.
+    Uncertain,
+}
+
+impl CoreClient {
+    /// Channels that connect on first use, so a core started after the edge is picked up.
+    pub fn connect_lazy<S: AsRef<str>>(urls: &[S]) -> Result<CoreClient, CoreUrlError> {
+        let mut channels = Vec::with_capacity(urls.len());
+        for url in urls {
+            let url = url.as_ref().trim();
+            if url.is_empty() {
+                continue;
+            }
+            let invalid = |reason: String| CoreUrlError::Invalid { url: url.to_owned(), reason };
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(invalid("the scheme must be http:// or https://".into()));
+            }
+            let endpoint = Endpoint::from_shared(url.to_owned())
+                .map_err(|error| invalid(error.to_string()))?
+                .connect_timeout(deadline::CONNECT)
+                .tcp_nodelay(true);
+            channels.push(endpoint.connect_lazy());
+        }
+        if channels.is_empty() {
+            return Err(CoreUrlError::None);
+        }
+        Ok(CoreClient { channels: channels.into(), next: Arc::new(AtomicUsize::new(0)) })
+    }
+
+    pub fn replicas(&self) -> usize {
+        self.channels.len()
+    }
+
+    fn channel(&self) -> Channel {
+        let index = self.next.fetch_add(1, Ordering::Relaxed) % self.channels.len();
+        self.channels[index].clone()
+    }
+
+    /// One unary call under `timeout`, with the credential attached.
+    async fn unary<Q, R, F, Fut>(
+        &self,
+        what: &'static str,
+        credential: Option<&Forwarded>,
+        timeout: Duration,
+        lost: LostReply,
+        message: Q,
+        call: F,
+    ) -> Result<R, Failure>
+    where
+        F: FnOnce(Channel, Request<Q>) -> Fut,
+        Fut: Future<Output = Result<Response<R>, Status>>,
+    {
+        let mut request = Request::new(message);
+        request.set_timeout(timeout);
+        if let Some(credential) = credential {
+            // The precheck admitted only visible ASCII, so this cannot fail in practice; if it
+            // did, the core would see no credential and answer it as absent.
+            match MetadataValue::try_from(credential.as_str()) {
+                Ok(value) => {
+                    request.metadata_mut().insert("authorization", value);
+                }
+                Err(_) => tracing::warn!(what, "authorization value is not valid metadata"),
+            }
+        }
+        let outcome = tokio::time::timeout(timeout, call(self.channel(), request)).await;
+        match outcome {
+            Ok(Ok(response)) => Ok(response.into_inner()),
+            Ok(Err(status)) => Err(status_failure(what, &status, lost)),
+            Err(_) => {
+                tracing::warn!(what, ?timeout, "world-core call exceeded its deadline");
+                Err(lost_failure(lost, FailureCode::Timeout, CORE_DEADLINE))
+            }
+        }
+    }
+
+    pub async fn health(&self) -> Result<pb::HealthReply, Failure> {
+        self.unary(
+            "health",
+            None,
+            deadline::HEALTH,
+            LostReply::Retryable,
+            pb::HealthRequest {},
+            |channel, request| async move { StoreClient::new(channel).health(request).await },
+        )
+        .await
+    }
+
+    pub async fn admit(&self, credential: &Forwarded) -> Result<pb::Admitted, Failure> {
+        use pb::admit_reply::Outcome;
+        let reply = self
+            .unary(
+                "admit",
+                Some(credential),
+                deadline::ADMIT,
+                LostReply::Retryable,
+                pb::AdmitRequest {},
+                |channel, request| async move { AdmissionClient::new(channel).admit(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Admitted(admitted)) => Ok(admitted),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("admit")),
+        }
+    }
+
+    pub async fn head(&self, credential: &Forwarded) -> Result<String, Failure> {
+        use pb::head_reply::Outcome;
+        let reply = self
+            .unary(
+                "head",
+                Some(credential),
+                deadline::READ,
+                LostReply::Retryable,
+                pb::HeadRequest {},
+                |channel, request| async move { StoreClient::new(channel).head(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Head(head)) => Ok(head),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("head")),
+        }
+    }
+
+    pub async fn world(&self, credential: &Forwarded, reference: &HashRef) -> Result<pb::World, Failure> {
+        use pb::get_world_reply::Outcome;
+        let message = pb::GetWorldRequest { r#ref: reference.to_string() };
+        let reply = self
+            .unary(
+                "world",
+                Some(credential),
+                deadline::READ,
+                LostReply::Retryable,
+                message,
+                |channel, request| async move { StoreClient::new(channel).get_world(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::World(world)) => Ok(world),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("world")),
+        }
+    }
+
+    pub async fn object(
+        &self,
+        credential: &Forwarded,
+        hash: &HashRef,
+        with_payload: bool,
+    ) -> Result<pb::StoredObject, Failure> {
+        use pb::get_object_reply::Outcome;
+        let message = pb::GetObjectRequest { r#ref: hash.to_string(), with_payload };
+        let reply = self
+            .unary(
+                "object",
+                Some(credential),
+                deadline::READ,
+                LostReply::Retryable,
+                message,
+                |channel, request| async move { StoreClient::new(channel).get_object(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Object(object)) => Ok(object),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("object")),
+        }
+    }
+
+    pub async fn objects_by_semantic_id(
+        &self,
+        credential: &Forwarded,
+        semantic_id: &str,
+        after: Option<&HashRef>,
+        limit: u32,
+    ) -> Result<Vec<pb::StoredObject>, Failure> {
+        use pb::objects_by_semantic_id_reply::Outcome;
+        let message = pb::ObjectsBySemanticIdRequest {
+            semantic_id: semantic_id.to_owned(),
+            after: HashRef::optional_text(after),
+            limit,
+        };
+        let reply = self
+            .unary(
+                "objects by semantic id",
+                Some(credential),
+                deadline::READ,
+                LostReply::Retryable,
+                message,
+                |channel, request| async move { StoreClient::new(channel).objects_by_semantic_id(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Page(page)) => Ok(page.items),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("objects by semantic id")),
+        }
+    }
+
+    pub async fn log_entry(&self, credential: &Forwarded, index: i64) -> Result<pb::LogEntry, Failure> {
+        use pb::get_log_entry_reply::Outcome;
+        let reply = self
+            .unary(
+                "log entry",
+                Some(credential),
+                deadline::READ,
+                LostReply::Retryable,
+                pb::GetLogEntryRequest { index },
+                |channel, request| async move { StoreClient::new(channel).get_log_entry(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Entry(entry)) => Ok(entry),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("log entry")),
+        }
+    }
+
+    pub async fn log_page(&self, credential: &Forwarded, from: i64, limit: u32) -> Result<Vec<pb::LogEntry>, Failure> {
+        use pb::log_page_reply::Outcome;
+        let reply = self
+            .unary(
+                "log page",
+                Some(credential),
+                deadline::READ,
+                LostReply::Retryable,
+                pb::LogPageRequest { from, limit },
+                |channel, request| async move { StoreClient::new(channel).log_page(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Page(page)) => Ok(page.items),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("log page")),
+        }
+    }
+
+    pub async fn registry_head(&self, credential: &Forwarded, name: &str) -> Result<String, Failure> {
+        use pb::registry_head_reply::Outcome;
+        let message = pb::RegistryHeadRequest { name: name.to_owned() };
+        let reply = self
+            .unary(
+                "registry head",
+                Some(credential),
+                deadline::READ,
+                LostReply::Retryable,
+                message,
+                |channel, request| async move { StoreClient::new(channel).registry_head(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Head(head)) => Ok(head),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("registry head")),
+        }
+    }
+
+    pub async fn receipt(&self, credential: &Forwarded, invocation_id: &str) -> Result<pb::ReceiptState, Failure> {
+        use pb::receipt_reply::Outcome;
+        let message = pb::ReceiptRequest { invocation_id: invocation_id.to_owned() };
+        let reply = self
+            .unary(
+                "receipt",
+                Some(credential),
+                deadline::READ,
+                LostReply::Retryable,
+                message,
+                |channel, request| async move { StoreClient::new(channel).receipt(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Receipt(receipt)) => Ok(receipt),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("receipt")),
+        }
+    }
+
+    /// The compare-and-append commit. A reply that never arrives comes back as
+    /// `CommitUncertain`, since the commit may have landed; the caller words the reconcile
+    /// instructions, as only it knows the entry and the invocation id.
+    pub async fn commit(&self, credential: &Forwarded, message: pb::CommitRequest) -> Result<String, Failure> {
+        use pb::commit_reply::Outcome;
+        let reply = self
+            .unary(
+                "commit",
+                Some(credential),
+                deadline::COMMIT,
+                LostReply::Uncertain,
+                message,
+                |channel, request| async move { StoreClient::new(channel).commit(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::SelectedHead(head)) => Ok(head),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("commit")),
+        }
+    }
+}
+
+/// The core's typed failure as the domain type. A code this edge does not know (a newer core)
+/// is treated as an unclassified failure, which every wire answers as "retry later".
+pub fn from_proto(failure: pb::Failure) -> Failure {
+    let Some(code) = FailureCode::parse(&failure.code) else {
+        tracing::warn!(code = %failure.code, "world-core sent an unknown failure code");
+        return Failure::of(FailureCode::Unavailable);
+    };
+    let parse = |text: &str| HashRef::parse_optional(text).ok().flatten();
+    Failure {
+        code,
+        message: failure.message,
+        effect_records: failure.effect_records.iter().filter_map(|record| HashRef::parse(record).ok()).collect(),
+        observed_head: parse(&failure.observed_head),
+        selected_head: parse(&failure.selected_head),
+    }
+}
+
+fn empty_reply(what: &'static str) -> Failure {
+    tracing::error!(what, "world-core sent a reply without an outcome");
+    Failure::new(FailureCode::Unavailable, CORE_UNREACHABLE)
+}
+
+fn lost_failure(lost: LostReply, code: FailureCode, message: &str) -> Failure {
+    match lost {
+        LostReply::Retryable => Failure::new(code, message),
+        // The caller replaces the message with its reconcile instructions.
+        LostReply::Uncertain => Failure::of(FailureCode::CommitUncertain),
+    }
+}
+
+/// A gRPC status (the core answered nothing typed): a transport problem, logged here once.
+fn status_failure(what: &'static str, status: &Status, lost: LostReply) -> Failure {
+    tracing::warn!(what, code = ?status.code(), message = status.message(), "world-core call failed");
+    match status.code() {
+        Code::DeadlineExceeded => lost_failure(lost, FailureCode::Timeout, CORE_DEADLINE),
+        // The client went away; nothing will read this answer, but keep it honest.
+        Code::Cancelled => lost_failure(lost, FailureCode::Unavailable, CORE_UNREACHABLE),
+        _ => lost_failure(lost, FailureCode::Unavailable, CORE_UNREACHABLE),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_urls_are_checked_at_startup() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        // Endpoint construction needs no runtime, but a lazy channel spawns its worker on one.
+        runtime.block_on(async {
+            assert!(matches!(CoreClient::connect_lazy::<&str>(&[]), Err(CoreUrlError::None)));
+            assert!(matches!(CoreClient::connect_lazy(&[" "]), Err(CoreUrlError::None)));
+            assert!(matches!(CoreClient::connect_lazy(&["127.0.0.1:7650"]), Err(CoreUrlError::Invalid { .. })));
+            let client = CoreClient::connect_lazy(&["http://127.0.0.1:7650", "http://127.0.0.1:7651"]).unwrap();
+            assert_eq!(client.replicas(), 2);
+        });
+    }
+
+    #[test]
+    fn proto_failures_become_domain_failures() {
+        let selected = HashRef::of(b"s");
+        let failure = from_proto(pb::Failure {
+            code: "head_conflict".into(),
+            message: "conflict".into(),
+            effect_records: vec!["junk".into(), selected.to_string()],
+            observed_head: String::new(),
+            selected_head: selected.to_string(),
+        });
+        assert_eq!(failure.code, FailureCode::HeadConflict);
+        assert_eq!(failure.observed_head, None);
+        assert_eq!(failure.selected_head, Some(selected));
+        assert_eq!(failure.effect_records, vec![selected]);
+        let unknown = from_proto(pb::Failure { code: "from_the_future".into(), ..Default::default() });
+        assert_eq!(unknown.code, FailureCode::Unavailable);
+    }
+
+    #[test]
+    fn lost_replies_are_uncertain_only_for_commits() {
+        let status = Status::unavailable("connection refused");
+        assert_eq!(
+            status_failure("x", &status, LostReply::Retryable),
+            Failure::new(FailureCode::Unavailable, CORE_UNREACHABLE)
+        );
+        assert_eq!(status_failure("x", &status, LostReply::Uncertain).code, FailureCode::CommitUncertain);
+        assert_eq!(
+            status_failure("x", &Status::deadline_exceeded("t"), LostReply::Retryable).code,
+            FailureCode::Timeout
+        );
+    }
+}

@@ -1,0 +1,118 @@
+//! Prometheus text metrics for `/metrics` on the edge's own listener: requests by route and
+//! status, and a latency histogram by route. Hand-rolled because the label set is small and
+//! fixed (route labels are the static pattern texts), which keeps the edge free of a metrics
+//! framework.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Upper bounds in seconds; the edge's own work is sub-millisecond, so the spread covers the
+/// core's reads (≤ 10 s) and its invocations (≤ 20 s).
+const BUCKETS: [f64; 12] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 20.0];
+
+#[derive(Default)]
+struct Histogram {
+    /// Non-cumulative counts per bucket; rendering accumulates.
+    buckets: [u64; BUCKETS.len()],
+    sum: f64,
+    count: u64,
+}
+
+#[derive(Default)]
+struct Registry {
+    requests: BTreeMap<(&'static str, u16), u64>,
+    latency: BTreeMap<&'static str, Histogram>,
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    registry: Mutex<Registry>,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        Metrics::default()
+    }
+
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        // A panic while holding the lock leaves only counters behind; keep counting.
+        self.registry.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn observe(&self, route: &'static str, status: u16, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        let mut registry = self.registry();
+        *registry.requests.entry((route, status)).or_default() += 1;
+        let histogram = registry.latency.entry(route).or_default();
+        if let Some(bucket) = BUCKETS.iter().position(|bound| seconds <= *bound) {
+            histogram.buckets[bucket] += 1;
+        }
+        histogram.sum += seconds;
+        histogram.count += 1;
+    }
+
+    /// The text exposition format, version 0.0.4.
+    pub fn render(&self) -> String {
+        let registry = self.registry();
+        let mut out = String::new();
+        out.push_str("# HELP world_edge_http_requests_total HTTP requests answered, by route and status.\n");
+        out.push_str("# TYPE world_edge_http_requests_total counter\n");
+        for ((route, status), count) in &registry.requests {
+            let _ = writeln!(out, "world_edge_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {count}");
+        }
+        out.push_str("# HELP world_edge_http_request_duration_seconds Time to answer a request, by route.\n");
+        out.push_str("# TYPE world_edge_http_request_duration_seconds histogram\n");
+        for (route, histogram) in &registry.latency {
+            let mut cumulative = 0;
+            for (bound, count) in BUCKETS.iter().zip(histogram.buckets) {
+                cumulative += count;
+                let _ = writeln!(
+                    out,
+                    "world_edge_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {cumulative}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "world_edge_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
+                histogram.count
+            );
+            let _ =
+                writeln!(out, "world_edge_http_request_duration_seconds_sum{{route=\"{route}\"}} {}", histogram.sum);
+            let _ = writeln!(
+                out,
+                "world_edge_http_request_duration_seconds_count{{route=\"{route}\"}} {}",
+                histogram.count
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_histograms_render() {
+        let metrics = Metrics::new();
+        metrics.observe("GET /v1/head", 200, Duration::from_millis(3));
+        metrics.observe("GET /v1/head", 200, Duration::from_secs(30));
+        metrics.observe("GET /v1/head", 401, Duration::from_micros(10));
+        let text = metrics.render();
+        assert!(text.contains("world_edge_http_requests_total{route=\"GET /v1/head\",status=\"200\"} 2\n"));
+        assert!(text.contains("world_edge_http_requests_total{route=\"GET /v1/head\",status=\"401\"} 1\n"));
+        assert!(
+            text.contains("world_edge_http_request_duration_seconds_bucket{route=\"GET /v1/head\",le=\"0.001\"} 1\n")
+        );
+        assert!(
+            text.contains("world_edge_http_request_duration_seconds_bucket{route=\"GET /v1/head\",le=\"0.005\"} 2\n")
+        );
+        assert!(text.contains("world_edge_http_request_duration_seconds_bucket{route=\"GET /v1/head\",le=\"20\"} 2\n"));
+        assert!(
+            text.contains("world_edge_http_request_duration_seconds_bucket{route=\"GET /v1/head\",le=\"+Inf\"} 3\n")
+        );
+        assert!(text.contains("world_edge_http_request_duration_seconds_count{route=\"GET /v1/head\"} 3\n"));
+    }
+}

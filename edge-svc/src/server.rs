@@ -1,0 +1,178 @@
+//! The HTTP server: one axum fallback that routes with [`crate::router`] (so the Go mux rules
+//! hold for every request, known path or not), calls the route's handler, and records metrics
+//! and a log line. A handler panic is caught and answered 500 so no input can take a
+//! connection — or the process — down with it.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, HttpBody};
+use axum::extract::{Request, State};
+use axum::response::Response;
+use futures::FutureExt;
+use http::header::CONTENT_LENGTH;
+use http::{HeaderValue, Method};
+use tokio::net::TcpListener;
+use world_model::{Failure, FailureCode};
+
+use crate::cli::EdgeArgs;
+use crate::core::{CoreClient, CoreUrlError};
+use crate::mcp::OriginPolicy;
+use crate::metrics::Metrics;
+use crate::router::{self, Resolution, Route};
+use crate::{a2a, card, mcp, rest, wire};
+
+/// How long open connections may finish after SIGINT/SIGTERM before the edge closes them.
+pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(10);
+
+#[derive(Clone)]
+pub struct AppState {
+    pub core: CoreClient,
+    pub origins: Arc<OriginPolicy>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl AppState {
+    pub fn new(core: CoreClient, origins: OriginPolicy) -> AppState {
+        AppState { core, origins: Arc::new(origins), metrics: Arc::new(Metrics::new()) }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Core(#[from] CoreUrlError),
+    #[error("cannot listen on {address}: {source}")]
+    Bind { address: std::net::SocketAddr, source: std::io::Error },
+    #[error("the HTTP server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+/// The whole edge as an axum router.
+pub fn app(state: AppState) -> Router {
+    Router::new().fallback(dispatch).with_state(state)
+}
+
+async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let (label, response) = match AssertUnwindSafe(route(&state, request)).catch_unwind().await {
+        Ok(answer) => answer,
+        Err(_) => {
+            tracing::error!(%method, %path, "a request handler panicked");
+            ("panic", wire::rest_failure(&Failure::of(FailureCode::Internal)))
+        }
+    };
+    let status = response.status().as_u16();
+    let elapsed = started.elapsed();
+    state.metrics.observe(label, status, elapsed);
+    tracing::info!(%method, route = label, status, elapsed_ms = elapsed.as_secs_f64() * 1e3, "request");
+    if method == Method::HEAD { strip_body(response) } else { response }
+}
+
+/// A GET route answering HEAD keeps its headers and the length it would have sent.
+fn strip_body(response: Response) -> Response {
+    let (mut parts, body) = response.into_parts();
+    if let Some(length) = body.size_hint().exact()
+        && !parts.headers.contains_key(CONTENT_LENGTH)
+    {
+        parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    Response::from_parts(parts, Body::empty())
+}
+
+async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
+    let (parts, body) = request.into_parts();
+    let query = parts.uri.query();
+    let matched = match router::resolve(&parts.method, parts.uri.path(), query) {
+        Resolution::Matched(matched) => matched,
+        Resolution::Redirect(location) => return ("redirect", wire::redirect(&parts.method, &location)),
+        Resolution::MethodNotAllowed(allow) => return ("method_not_allowed", wire::method_not_allowed(&allow)),
+        Resolution::NotFound => return ("not_found", wire::not_found()),
+        Resolution::BadRequest => return ("bad_request", wire::malformed_request()),
+    };
+    let core = &state.core;
+    let headers = &parts.headers;
+    let param = matched.param.as_str();
+    let response = match matched.route {
+        Route::Health => rest::health(core).await,
+        Route::Head => rest::head(core, headers).await,
+        Route::World => rest::world(core, headers, param).await,
+        Route::Object => rest::object(core, headers, param, query).await,
+        Route::ObjectsBySemanticId => rest::objects_by_semantic_id(core, headers, param, query).await,
+        Route::LogEntry => rest::log_entry(core, headers, param).await,
+        Route::LogPage => rest::log_page(core, headers, query).await,
+        Route::Registry => rest::registry(core, headers, param).await,
+        Route::Commit => rest::commit(core, headers, body).await,
+        Route::Receipt => rest::receipt(core, headers, param).await,
+        Route::AgentCard => card::handle(core, headers).await,
+        Route::A2a => a2a::handle(core, headers, body).await,
+        Route::Mcp => mcp::handle(core, &state.origins, headers, body).await,
+        Route::Metrics => wire::bytes(
+            http::StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            state.metrics.render().into_bytes(),
+        ),
+    };
+    (matched.pattern, response)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot watch SIGTERM; stopping only on SIGINT");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// Binds, prints `world-edge listening on http://ADDR` on stdout, serves until SIGINT or
+/// SIGTERM, then drains open connections for up to [`SHUTDOWN_DRAIN`].
+pub async fn serve(args: EdgeArgs) -> Result<(), ServeError> {
+    let core = CoreClient::connect_lazy(&args.core)?;
+    let state = AppState::new(core, OriginPolicy::new(&args.allowed_origins));
+    let listener =
+        TcpListener::bind(args.listen).await.map_err(|source| ServeError::Bind { address: args.listen, source })?;
+    let address = listener.local_addr().map_err(|source| ServeError::Bind { address: args.listen, source })?;
+    {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        // Whoever started the edge reads this line to learn the port; a closed stdout must not
+        // stop the edge from serving.
+        let _ = writeln!(stdout, "world-edge listening on http://{address}");
+        let _ = stdout.flush();
+    }
+    tracing::info!(%address, cores = ?args.core, "world-edge serving");
+
+    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app(state)).with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        tracing::info!("stopping: draining open connections");
+        let _ = stopping_tx.send(());
+    });
+    tokio::select! {
+        result = server.into_future() => result.map_err(ServeError::Serve)?,
+        _ = async {
+            // Err means the server future ended without a signal; the other branch has then
+            // already completed, so this never races it.
+            if stopping_rx.await.is_ok() {
+                tokio::time::sleep(SHUTDOWN_DRAIN).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        } => tracing::warn!("drain deadline reached; closing remaining connections"),
+    }
+    tracing::info!("world-edge stopped");
+    Ok(())
+}

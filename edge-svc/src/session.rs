@@ -1,0 +1,87 @@
+//! The caller's credential as the edge handles it: read once from `Authorization` (no other
+//! header is consulted, reference-edge §2.1), shape-checked with world-model's grammar, and
+//! forwarded verbatim to the core, which alone decides unknown and expired.
+//!
+//! The shape check runs here as well as in the core so that absent and malformed credentials
+//! — the bulk of hostile traffic — are answered without a round trip, and so that `/v1`
+//! routes can refuse them before validating anything else. It is the same pure function the
+//! core applies, so the two can never disagree.
+
+use http::HeaderMap;
+use http::header::AUTHORIZATION;
+use world_model::{SessionDenial, parse_authorization};
+
+/// An `Authorization` value that passed the shape check, to be sent as `authorization`
+/// metadata exactly as the caller wrote it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Forwarded(String);
+
+impl Forwarded {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+// The value carries the bearer secret; keep it out of logs and panics.
+impl std::fmt::Debug for Forwarded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Forwarded(<credential>)")
+    }
+}
+
+/// The first `Authorization` header (Go's `Header.Get`), shape-checked.
+pub fn precheck(headers: &HeaderMap) -> Result<Forwarded, SessionDenial> {
+    let Some(value) = headers.get(AUTHORIZATION) else {
+        return Err(SessionDenial::Absent);
+    };
+    if value.is_empty() {
+        return Err(SessionDenial::Absent);
+    }
+    // A value that is not visible ASCII cannot be `Bearer <64 hex>`.
+    let text = value.to_str().map_err(|_| SessionDenial::Malformed)?;
+    parse_authorization(Some(text))?;
+    Ok(Forwarded(text.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    const TOKEN: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+    fn headers(values: &[&[u8]]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for value in values {
+            map.append(AUTHORIZATION, HeaderValue::from_bytes(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn precheck_table() {
+        let bearer = format!("Bearer {TOKEN}");
+        let tabbed = format!("Bearer\t{TOKEN}");
+        let upper = format!("Bearer {}", TOKEN.to_ascii_uppercase());
+        type Row<'a> = (Vec<&'a [u8]>, Result<&'a str, SessionDenial>);
+        let table: Vec<Row> = vec![
+            (vec![], Err(SessionDenial::Absent)),
+            (vec![b""], Err(SessionDenial::Absent)),
+            (vec![b"Bearer"], Err(SessionDenial::Malformed)),
+            (vec![b"Bearer \xff"], Err(SessionDenial::Malformed)),
+            (vec![b"Basic abc"], Err(SessionDenial::Malformed)),
+            (vec![bearer.as_bytes()], Ok(bearer.as_str())),
+            (vec![tabbed.as_bytes()], Ok(tabbed.as_str())),
+            // Upper case passes the shape check; the core answers it as unknown.
+            (vec![upper.as_bytes()], Ok(upper.as_str())),
+            // Only the first header counts, as with Go's Header.Get.
+            (vec![b"x", bearer.as_bytes()], Err(SessionDenial::Malformed)),
+            (vec![bearer.as_bytes(), b"x"], Ok(bearer.as_str())),
+        ];
+        for (values, want) in table {
+            let got = precheck(&headers(&values));
+            assert_eq!(got.as_ref().map(Forwarded::as_str).map_err(|d| *d), want, "{values:?}");
+        }
+        assert!(!format!("{:?}", precheck(&headers(&[bearer.as_bytes()]))).contains(TOKEN));
+    }
+}

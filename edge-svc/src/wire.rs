@@ -1,0 +1,505 @@
+//! Every response the edge writes that is not a success body: the REST error envelope, the
+//! card's projection errors, A2A JSON-RPC errors, MCP's 401 / transport / whole-POST
+//! envelopes, and the router's plain-text answers. This is the only module that turns a
+//! [`Failure`] (or a session denial) into a status code; handlers only say which wire they
+//! speak. The status and message tables themselves live in world-model; this module applies
+//! them with the reference's exact bytes and headers (reference-edge §1.4, §2.2, §3.1, §5.1,
+//! §6.2).
+
+use axum::body::Body;
+use axum::response::Response;
+use http::header::{ALLOW, CONNECTION, CONTENT_TYPE, LOCATION};
+use http::{HeaderValue, Method, StatusCode};
+use serde::Serialize;
+use serde_json::Value;
+use world_model::failure::MCP_HOST_CALLBACK_CODE;
+use world_model::{Failure, FailureCode, SessionDenial};
+
+use crate::json;
+
+pub const APPLICATION_JSON: &str = "application/json";
+pub const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
+const NOSNIFF: (&str, &str) = ("x-content-type-options", "nosniff");
+
+/// The card's own failure classes (reference-edge §3.1, "card only").
+const PROJECTION_DEADLINE: (u16, &str, &str) =
+    (504, "ProjectionDeadlineExceeded", "the projection read exceeded its bounded deadline");
+const PROJECTION_UNAVAILABLE: (u16, &str, &str) =
+    (503, "ProjectionUnavailable", "the projection read failed; retry the request");
+
+fn status(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// A response with a body and a content type; the building block of every writer here.
+pub fn bytes(code: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = code;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+fn with_nosniff(mut response: Response) -> Response {
+    response.headers_mut().insert(NOSNIFF.0, HeaderValue::from_static(NOSNIFF.1));
+    response
+}
+
+/// Go's `http.Error`: text/plain, nosniff, the message plus a newline.
+pub fn go_http_error(code: StatusCode, message: &str) -> Response {
+    with_nosniff(bytes(code, TEXT_PLAIN, format!("{message}\n").into_bytes()))
+}
+
+// ---- router ----------------------------------------------------------------------------
+
+pub fn not_found() -> Response {
+    go_http_error(StatusCode::NOT_FOUND, "404 page not found")
+}
+
+pub fn method_not_allowed(allow: &str) -> Response {
+    let mut response = go_http_error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+    if let Ok(value) = HeaderValue::from_str(allow) {
+        response.headers_mut().insert(ALLOW, value);
+    }
+    response
+}
+
+/// Go's server answer to a request line it cannot parse (a malformed percent-escape).
+pub fn malformed_request() -> Response {
+    let mut response = bytes(StatusCode::BAD_REQUEST, TEXT_PLAIN, b"400 Bad Request".to_vec());
+    response.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Go's `http.Redirect` with 301: a small HTML body for GET only, the HTML content type for GET
+/// and HEAD, nothing else for other methods.
+pub fn redirect(method: &Method, location: &str) -> Response {
+    let location_value = HeaderValue::from_str(location).unwrap_or_else(|_| HeaderValue::from_static("/"));
+    let mut response = if method == Method::GET {
+        let body = format!("<a href=\"{}\">Moved Permanently</a>.\n\n", html_escape(location));
+        bytes(StatusCode::MOVED_PERMANENTLY, "text/html; charset=utf-8", body.into_bytes())
+    } else if method == Method::HEAD {
+        bytes(StatusCode::MOVED_PERMANENTLY, "text/html; charset=utf-8", Vec::new())
+    } else {
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::MOVED_PERMANENTLY;
+        response
+    };
+    response.headers_mut().insert(LOCATION, location_value);
+    response
+}
+
+/// Go's `htmlEscape` as `http.Redirect` applies it.
+fn html_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&#34;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+// ---- REST /v1 and the card ---------------------------------------------------------------
+
+#[derive(Serialize)]
+struct RestEnvelope<'a> {
+    error: RestError<'a>,
+}
+
+#[derive(Serialize)]
+struct RestError<'a> {
+    class: &'a str,
+    message: &'a str,
+    #[serde(rename = "observedHead", skip_serializing_if = "Option::is_none")]
+    observed_head: Option<String>,
+    #[serde(rename = "selectedHead", skip_serializing_if = "Option::is_none")]
+    selected_head: Option<String>,
+}
+
+/// A 200 JSON body (`json.NewEncoder(w).Encode`).
+pub fn rest_ok<T: Serialize + ?Sized>(body: &T) -> Response {
+    bytes(StatusCode::OK, APPLICATION_JSON, json::encode(body))
+}
+
+/// A 200 text body with no trailing newline (`GET /v1/head`).
+pub fn rest_text(text: String) -> Response {
+    bytes(StatusCode::OK, TEXT_PLAIN, text.into_bytes())
+}
+
+/// The REST envelope with an explicit status, class and message.
+pub fn rest_error(code: u16, class: &str, message: &str) -> Response {
+    let envelope = RestEnvelope { error: RestError { class, message, observed_head: None, selected_head: None } };
+    bytes(status(code), APPLICATION_JSON, json::encode(&envelope))
+}
+
+/// 400 `BadRequest` naming what was wrong (refs, integers, body shape).
+pub fn rest_bad_request(message: &str) -> Response {
+    rest_failure(&Failure::new(FailureCode::BadRequest, message))
+}
+
+/// A session denial in the REST vocabulary (`/v1` and the card): 401, or 400 for malformed.
+pub fn rest_denial(denial: SessionDenial) -> Response {
+    let (code, class, message) = denial.rest();
+    rest_error(code, class, message)
+}
+
+/// Any failure on `/v1`.
+pub fn rest_failure(failure: &Failure) -> Response {
+    if let Some(denial) = failure.code.session_denial() {
+        return rest_denial(denial);
+    }
+    let (code, class) = failure.code.rest();
+    let head = |head: &Option<world_model::HashRef>| head.as_ref().map(ToString::to_string);
+    let envelope = RestEnvelope {
+        error: RestError {
+            class,
+            message: &failure.message,
+            observed_head: head(&failure.observed_head),
+            selected_head: head(&failure.selected_head),
+        },
+    };
+    bytes(status(code), APPLICATION_JSON, json::encode(&envelope))
+}
+
+/// A failure while building the agent card: denials as on `/v1`, anything else as the
+/// projection classes (504 for a deadline, 503 otherwise; reference-edge §4).
+pub fn card_failure(failure: &Failure) -> Response {
+    if let Some(denial) = failure.code.session_denial() {
+        return rest_denial(denial);
+    }
+    let (code, class, message) = match failure.code {
+        FailureCode::Timeout | FailureCode::Deadline => PROJECTION_DEADLINE,
+        _ => PROJECTION_UNAVAILABLE,
+    };
+    rest_error(code, class, message)
+}
+
+// ---- A2A ---------------------------------------------------------------------------------
+
+/// `{"error":{…},"id":…,"jsonrpc":"2.0"}`: the reference encodes a Go map, so keys are sorted.
+#[derive(Serialize)]
+struct A2aErrorEnvelope<'a> {
+    error: RpcError<'a>,
+    id: &'a Value,
+    jsonrpc: &'static str,
+}
+
+/// `{"code","message"}`: sorted and in struct order alike.
+#[derive(Serialize)]
+struct RpcError<'a> {
+    code: i64,
+    message: &'a str,
+}
+
+/// An A2A JSON-RPC error: always HTTP 200 (reference-edge §5.1).
+pub fn a2a_error(code: i64, message: &str, id: &Value) -> Response {
+    let envelope = A2aErrorEnvelope { error: RpcError { code, message }, id, jsonrpc: "2.0" };
+    bytes(StatusCode::OK, APPLICATION_JSON, json::encode(&envelope))
+}
+
+/// A failure on `/a2a/` with the seed's exact code and message; the core's free-text message
+/// never reaches this wire. A deadline also closes the connection, as the reference does.
+pub fn a2a_failure(failure: &Failure, id: &Value) -> Response {
+    let (code, _) = failure.code.a2a();
+    let mut response = a2a_error(code, &failure.a2a_message(), id);
+    if failure.code.a2a_closes_connection() {
+        response.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+// ---- MCP ---------------------------------------------------------------------------------
+
+/// `{"jsonrpc":"2.0","id":…,"error":{…}}`: mcphttp's struct order.
+#[derive(Serialize)]
+struct McpErrorEnvelope<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    error: RpcError<'a>,
+}
+
+fn mcp_error_body(id: &Value, code: i64, message: &str) -> Vec<u8> {
+    json::encode(&McpErrorEnvelope { jsonrpc: "2.0", id, error: RpcError { code, message } })
+}
+
+/// The MCP 401: every denial kind, malformed included, is Go `http.Error(401, message)`.
+pub fn mcp_denial(denial: SessionDenial) -> Response {
+    go_http_error(StatusCode::UNAUTHORIZED, denial.wire_message())
+}
+
+/// The whole-POST envelope (HTTP 200, plain JSON, never SSE) with code -32603.
+pub fn mcp_host_envelope(message: &str, id: &Value) -> Response {
+    with_nosniff(bytes(StatusCode::OK, APPLICATION_JSON, mcp_error_body(id, MCP_HOST_CALLBACK_CODE, message)))
+}
+
+/// A failure of a host callback (session resolution, admission, invocation) on `/mcp/`:
+/// denials are the 401, everything else the whole-POST envelope whose message says only
+/// failed / timed out / capacity exceeded (reference-edge §6.6).
+pub fn mcp_failure(failure: &Failure, id: &Value) -> Response {
+    match failure.code.session_denial() {
+        Some(denial) => mcp_denial(denial),
+        None => mcp_host_envelope(failure.code.mcp_host_message(), id),
+    }
+}
+
+/// An MCP transport error (400 for bad headers, batches or JSON; 403 for a refused Origin):
+/// a JSON-RPC error body with nosniff.
+pub fn mcp_transport_error(code: StatusCode, id: &Value, rpc_code: i64, message: &str) -> Response {
+    with_nosniff(bytes(code, APPLICATION_JSON, mcp_error_body(id, rpc_code, message)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+    use world_model::HashRef;
+
+    fn parts(response: Response) -> (u16, Vec<(String, String)>, Vec<u8>) {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let status = response.status().as_u16();
+        let mut headers: Vec<(String, String)> =
+            response.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_owned())).collect();
+        headers.sort();
+        let body = runtime.block_on(response.into_body().collect()).unwrap().to_bytes().to_vec();
+        (status, headers, body)
+    }
+
+    fn header(name: &str, value: &str) -> (String, String) {
+        (name.to_owned(), value.to_owned())
+    }
+
+    #[test]
+    fn router_answers_are_go_bytes() {
+        let plain = |allow: Option<&str>| {
+            let mut h =
+                vec![header("content-type", "text/plain; charset=utf-8"), header("x-content-type-options", "nosniff")];
+            if let Some(allow) = allow {
+                h.push(header("allow", allow));
+            }
+            h.sort();
+            h
+        };
+        assert_eq!(parts(not_found()), (404, plain(None), b"404 page not found\n".to_vec()));
+        assert_eq!(
+            parts(method_not_allowed("GET, HEAD")),
+            (405, plain(Some("GET, HEAD")), b"Method Not Allowed\n".to_vec())
+        );
+        let (status, headers, body) = parts(redirect(&Method::GET, "/v1/registry/?a=1&b=2"));
+        assert_eq!(status, 301);
+        assert!(headers.contains(&header("location", "/v1/registry/?a=1&b=2")));
+        assert_eq!(body, b"<a href=\"/v1/registry/?a=1&amp;b=2\">Moved Permanently</a>.\n\n");
+        let (status, headers, body) = parts(redirect(&Method::POST, "/mcp/"));
+        assert_eq!((status, headers, body), (301, vec![header("location", "/mcp/")], Vec::new()));
+    }
+
+    #[test]
+    fn rest_session_denials_are_the_seed_rows() {
+        let table = [
+            (
+                SessionDenial::Absent,
+                401,
+                r#"{"error":{"class":"SessionAbsent","message":"a session credential is required: no Authorization Bearer header was present"}}"#,
+            ),
+            (
+                SessionDenial::Malformed,
+                400,
+                r#"{"error":{"class":"InvalidSession","message":"malformed Authorization header: expected a Bearer \u003c64-hex-credential\u003e"}}"#,
+            ),
+            (
+                SessionDenial::Unknown,
+                401,
+                r#"{"error":{"class":"SessionUnknown","message":"unknown session credential: no session matches this token"}}"#,
+            ),
+            (
+                SessionDenial::Expired,
+                401,
+                r#"{"error":{"class":"SessionExpired","message":"session credential has expired"}}"#,
+            ),
+        ];
+        for (denial, code, body) in table {
+            let want = (code, vec![header("content-type", "application/json")], format!("{body}\n").into_bytes());
+            assert_eq!(parts(rest_denial(denial)), want, "{denial:?}");
+            // A denial the core reports renders the same, whatever message it carried.
+            assert_eq!(parts(rest_failure(&Failure::from(denial))), want);
+            assert_eq!(parts(card_failure(&Failure::from(denial))), want);
+        }
+    }
+
+    #[test]
+    fn rest_failures_use_the_failure_table() {
+        let observed = HashRef::of(b"o");
+        let selected = HashRef::of(b"s");
+        let conflict = Failure::head_conflict(Some(observed), Some(selected));
+        let (code, _, body) = parts(rest_failure(&conflict));
+        assert_eq!(code, 409);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            format!(
+                "{{\"error\":{{\"class\":\"HeadConflict\",\"message\":\"conflict: observed {observed} selected {selected}\",\"observedHead\":\"{observed}\",\"selectedHead\":\"{selected}\"}}}}\n"
+            )
+        );
+        let genesis = Failure::head_conflict(None, Some(selected));
+        let (_, _, body) = parts(rest_failure(&genesis));
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            format!(
+                "{{\"error\":{{\"class\":\"HeadConflict\",\"message\":\"conflict: observed  selected {selected}\",\"selectedHead\":\"{selected}\"}}}}\n"
+            )
+        );
+        let table = [
+            (
+                Failure::new(FailureCode::BadRequest, "world ref: hashref: empty hashref text"),
+                400,
+                r#"{"error":{"class":"BadRequest","message":"world ref: hashref: empty hashref text"}}"#,
+            ),
+            (
+                Failure::new(FailureCode::NotFound, "world not found"),
+                404,
+                r#"{"error":{"class":"NotFound","message":"world not found"}}"#,
+            ),
+            (
+                Failure::of(FailureCode::PayloadTooLarge),
+                413,
+                r#"{"error":{"class":"PayloadTooLarge","message":"commit body exceeds 8388608 bytes"}}"#,
+            ),
+            (
+                Failure::of(FailureCode::Internal),
+                500,
+                r#"{"error":{"class":"Internal","message":"internal store failure"}}"#,
+            ),
+            (
+                Failure::new(FailureCode::Unavailable, crate::core::CORE_UNREACHABLE),
+                503,
+                r#"{"error":{"class":"Unavailable","message":"world-core is unreachable; retry the request"}}"#,
+            ),
+            (
+                Failure::of(FailureCode::Timeout),
+                503,
+                r#"{"error":{"class":"Timeout","message":"read deadline (10s) exceeded"}}"#,
+            ),
+        ];
+        for (failure, code, body) in table {
+            let got = parts(rest_failure(&failure));
+            assert_eq!(got.0, code, "{failure:?}");
+            assert_eq!(got.2, format!("{body}\n").into_bytes(), "{failure:?}");
+        }
+    }
+
+    #[test]
+    fn card_projection_failures() {
+        let (code, _, body) = parts(card_failure(&Failure::of(FailureCode::Timeout)));
+        assert_eq!(code, 504);
+        assert_eq!(
+            body,
+            b"{\"error\":{\"class\":\"ProjectionDeadlineExceeded\",\"message\":\"the projection read exceeded its bounded deadline\"}}\n"
+        );
+        let (code, _, body) = parts(card_failure(&Failure::of(FailureCode::Unavailable)));
+        assert_eq!(code, 503);
+        assert_eq!(
+            body,
+            b"{\"error\":{\"class\":\"ProjectionUnavailable\",\"message\":\"the projection read failed; retry the request\"}}\n"
+        );
+    }
+
+    #[test]
+    fn a2a_session_denials_are_http_200_json_rpc() {
+        let table = [
+            (
+                SessionDenial::Absent,
+                r#"{"error":{"code":-32001,"message":"session credential is absent: send Authorization: Bearer \u003csession-credential\u003e"},"id":null,"jsonrpc":"2.0"}"#,
+            ),
+            (
+                SessionDenial::Malformed,
+                r#"{"error":{"code":-32600,"message":"malformed Authorization header: expected Bearer \u003c64-hex-credential\u003e"},"id":null,"jsonrpc":"2.0"}"#,
+            ),
+            (
+                SessionDenial::Unknown,
+                r#"{"error":{"code":-32001,"message":"unknown session credential"},"id":null,"jsonrpc":"2.0"}"#,
+            ),
+            (
+                SessionDenial::Expired,
+                r#"{"error":{"code":-32001,"message":"session credential has expired"},"id":null,"jsonrpc":"2.0"}"#,
+            ),
+        ];
+        for (denial, body) in table {
+            assert_eq!(
+                parts(a2a_failure(&Failure::from(denial), &Value::Null)),
+                (200, vec![header("content-type", "application/json")], format!("{body}\n").into_bytes()),
+                "{denial:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a2a_failures_use_the_seed_text_not_the_core_message() {
+        let failure = Failure::new(FailureCode::Unavailable, "some internal cause");
+        let (_, _, body) = parts(a2a_failure(&failure, &Value::from(7)));
+        assert_eq!(
+            body,
+            b"{\"error\":{\"code\":-32603,\"message\":\"transition invocation is not available in this daemon\"},\"id\":7,\"jsonrpc\":\"2.0\"}\n"
+        );
+        let (_, headers, _) = parts(a2a_failure(&Failure::of(FailureCode::Deadline), &Value::Null));
+        assert!(headers.contains(&header("connection", "close")));
+        let records = vec![HashRef::of(b"r")];
+        let (_, _, body) = parts(a2a_failure(&Failure::effects_unrecorded(records.clone()), &Value::Null));
+        assert!(String::from_utf8(body).unwrap().contains(&format!("effect records: {}\"", records[0])));
+    }
+
+    #[test]
+    fn mcp_denials_are_plain_text_401() {
+        let table = [
+            (SessionDenial::Absent, "session credential is absent: send Authorization: Bearer <session-credential>\n"),
+            (SessionDenial::Malformed, "malformed Authorization header: expected Bearer <64-hex-credential>\n"),
+            (SessionDenial::Unknown, "unknown session credential\n"),
+            (SessionDenial::Expired, "session credential has expired\n"),
+        ];
+        for (denial, body) in table {
+            let want = (
+                401,
+                vec![header("content-type", "text/plain; charset=utf-8"), header("x-content-type-options", "nosniff")],
+                body.as_bytes().to_vec(),
+            );
+            assert_eq!(parts(mcp_denial(denial)), want, "{denial:?}");
+            assert_eq!(parts(mcp_failure(&Failure::from(denial), &Value::Null)), want);
+        }
+    }
+
+    #[test]
+    fn mcp_host_failures_are_the_frozen_envelope() {
+        let table = [
+            (FailureCode::Unavailable, "host callback failed"),
+            (FailureCode::Internal, "host callback failed"),
+            (FailureCode::Timeout, "host callback timed out"),
+            (FailureCode::Deadline, "host callback timed out"),
+            (FailureCode::CapacityExceeded, "host callback capacity exceeded"),
+        ];
+        for (code, message) in table {
+            let (status, headers, body) = parts(mcp_failure(&Failure::of(code), &Value::from(2)));
+            assert_eq!(status, 200);
+            assert_eq!(
+                headers,
+                vec![header("content-type", "application/json"), header("x-content-type-options", "nosniff")]
+            );
+            assert_eq!(
+                String::from_utf8(body).unwrap(),
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{{\"code\":-32603,\"message\":\"{message}\"}}}}\n")
+            );
+        }
+        let (status, _, body) = parts(mcp_transport_error(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            -32600,
+            "Content-Type must be application/json",
+        ));
+        assert_eq!(status, 400);
+        assert_eq!(
+            body,
+            b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"Content-Type must be application/json\"}}\n"
+        );
+    }
+}
