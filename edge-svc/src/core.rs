@@ -68,6 +68,7 @@ pub enum LostReply {
 
 impl CoreClient {
     /// Channels that connect on first use, so a core started after the edge is picked up.
+    /// Call it inside a Tokio runtime: each channel spawns its connection task there.
     pub fn connect_lazy<S: AsRef<str>>(urls: &[S]) -> Result<CoreClient, CoreUrlError> {
         let mut channels = Vec::with_capacity(urls.len());
         for url in urls {
@@ -111,23 +112,43 @@ impl CoreClient {
         call: F,
     ) -> Result<R, Failure>
     where
-        F: FnOnce(Channel, Request<Q>) -> Fut,
+        Q: Clone,
+        F: Fn(Channel, Request<Q>) -> Fut,
         Fut: Future<Output = Result<Response<R>, Status>>,
     {
-        let mut request = Request::new(message);
-        request.set_timeout(timeout);
-        if let Some(credential) = credential {
+        let authorization = credential.and_then(|credential| {
             // The precheck admitted only visible ASCII, so this cannot fail in practice; if it
             // did, the core would see no credential and answer it as absent.
-            match MetadataValue::try_from(credential.as_str()) {
-                Ok(value) => {
-                    request.metadata_mut().insert("authorization", value);
-                }
-                Err(_) => tracing::warn!(what, "authorization value is not valid metadata"),
+            MetadataValue::try_from(credential.as_str())
+                .inspect_err(|_| tracing::warn!(what, "authorization value is not valid metadata"))
+                .ok()
+        });
+        let request = |message: Q| {
+            let mut request = Request::new(message);
+            request.set_timeout(timeout);
+            if let Some(value) = &authorization {
+                request.metadata_mut().insert("authorization", value.clone());
             }
-        }
-        let outcome = tokio::time::timeout(timeout, call(self.channel(), request)).await;
-        match outcome {
+            request
+        };
+        // A call that is safe to repeat and could not reach one core tries the next, so one
+        // replica being down costs no failed request. A commit is never repeated here.
+        let attempts = match lost {
+            LostReply::Retryable => self.channels.len(),
+            LostReply::Uncertain => 1,
+        };
+        let calls = async {
+            let mut unreachable = Status::unavailable("no world-core channel");
+            for _ in 0..attempts {
+                match call(self.channel(), request(message.clone())).await {
+                    Ok(response) => return Ok(response),
+                    Err(status) if status.code() == Code::Unavailable => unreachable = status,
+                    Err(status) => return Err(status),
+                }
+            }
+            Err(unreachable)
+        };
+        match tokio::time::timeout(timeout, calls).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
             Ok(Err(status)) => Err(status_failure(what, &status, lost)),
             Err(_) => {
