@@ -1,7 +1,5 @@
 //! `world-edge`: parse flags, set up logging on stderr, serve.
 
-use std::io::IsTerminal as _;
-
 use anyhow::Context as _;
 use clap::Parser as _;
 use tracing_subscriber::EnvFilter;
