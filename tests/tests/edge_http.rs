@@ -1,0 +1,270 @@
+//! The edge over real HTTP through edge → core: every row of the seed's
+//! authentication table on the card, `/mcp/` and `/a2a/`, and the `/v1`
+//! routes' documented statuses and messages.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use world_tests::{World, http};
+
+const ABSENT_REST: &str = r#"{"error":{"class":"SessionAbsent","message":"a session credential is required: no Authorization Bearer header was present"}}"#;
+// Bodies are encoded as Go's encoding/json does: `<` and `>` travel as \u003c and \u003e.
+const MALFORMED_REST: &str = r#"{"error":{"class":"InvalidSession","message":"malformed Authorization header: expected a Bearer \u003c64-hex-credential\u003e"}}"#;
+const UNKNOWN_REST: &str =
+    r#"{"error":{"class":"SessionUnknown","message":"unknown session credential: no session matches this token"}}"#;
+const EXPIRED_REST: &str = r#"{"error":{"class":"SessionExpired","message":"session credential has expired"}}"#;
+
+/// The four kinds of credential a request can carry, given a live token and an expired one.
+fn denials(live: &str, expired: &str) -> Vec<(&'static str, Option<String>)> {
+    vec![
+        ("absent", None),
+        ("malformed", Some(format!("Token {live}"))),
+        ("unknown", Some(format!("Bearer {}", live.to_uppercase()))),
+        ("expired", Some(format!("Bearer {expired}"))),
+    ]
+}
+
+async fn send(request: reqwest::RequestBuilder, authorization: &Option<String>) -> (StatusCode, String, String) {
+    let request = match authorization {
+        Some(value) => request.header("Authorization", value),
+        None => request,
+    };
+    let response = request.send().await.expect("request");
+    let status = response.status();
+    let content_type =
+        response.headers().get("content-type").map(|v| v.to_str().unwrap_or("").to_owned()).unwrap_or_default();
+    (status, content_type, response.text().await.expect("body"))
+}
+
+/// One world, a live and an expired session (minted with ttl 0, then one second passes).
+fn world_with_sessions() -> (World, String, String) {
+    let world = World::with_echo();
+    let live = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let expired = world.mint("ep2", &["world.apply=world:10"], 0);
+    std::thread::sleep(Duration::from_millis(1100));
+    (world, live, expired)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_authentication_row_is_answered_as_the_seed_says() {
+    let (world, live, expired) = world_with_sessions();
+    let client = http();
+    for (kind, authorization) in denials(&live, &expired) {
+        // The agent card: the REST envelope.
+        let (status, content_type, body) = send(client.get(world.url("/.well-known/agent.json")), &authorization).await;
+        let (want_status, want_body) = match kind {
+            "absent" => (401, ABSENT_REST),
+            "malformed" => (400, MALFORMED_REST),
+            "unknown" => (401, UNKNOWN_REST),
+            _ => (401, EXPIRED_REST),
+        };
+        assert_eq!(status.as_u16(), want_status, "card {kind}");
+        assert!(content_type.starts_with("application/json"), "card {kind}: {content_type}");
+        assert_eq!(body, format!("{want_body}\n"), "card {kind}");
+
+        // MCP: 401 text/plain with the seed's message, before anything about the transport.
+        let request = client.post(world.url("/mcp/")).header("Content-Type", "text/html").body("not json");
+        let (status, content_type, body) = send(request, &authorization).await;
+        let message = match kind {
+            "absent" => "session credential is absent: send Authorization: Bearer <session-credential>",
+            "malformed" => "malformed Authorization header: expected Bearer <64-hex-credential>",
+            "unknown" => "unknown session credential",
+            _ => "session credential has expired",
+        };
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "mcp {kind}");
+        assert_eq!(content_type, "text/plain; charset=utf-8", "mcp {kind}");
+        assert_eq!(body, format!("{message}\n"), "mcp {kind}");
+
+        // A2A: HTTP 200 with a JSON-RPC error; -32600 only for a malformed header.
+        let request = client.post(world.url("/a2a/")).body("not even json");
+        let (status, _, body) = send(request, &authorization).await;
+        let code = if kind == "malformed" { -32600 } else { -32001 };
+        assert_eq!(status, StatusCode::OK, "a2a {kind}");
+        let encoded = message.replace('<', "\\u003c").replace('>', "\\u003e");
+        assert_eq!(
+            body,
+            format!("{{\"error\":{{\"code\":{code},\"message\":\"{encoded}\"}},\"id\":null,\"jsonrpc\":\"2.0\"}}\n"),
+            "a2a {kind}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_card_lists_exactly_the_skills_the_session_can_see() {
+    let world = World::with_echo();
+    let granted = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let ungranted = world.mint("ep1", &["world.apply=elsewhere:10"], 3600);
+    let client = http();
+    for path in ["/.well-known/agent.json", "/.well-known/agent-card.json"] {
+        let (status, _, body) = send(client.get(world.url(path)), &Some(format!("Bearer {granted}"))).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        let card: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            card["skills"],
+            serde_json::json!([{"description":"quickstart transition: returns its arguments under \"echo\"","examples":[],"id":"tools.echo","name":"Echo","tags":[]}])
+        );
+        assert_eq!(card["url"], world.edge_url.as_str());
+        assert_eq!(card["capabilities"]["streaming"], false);
+    }
+    let (_, _, body) =
+        send(client.get(world.url("/.well-known/agent.json")), &Some(format!("Bearer {ungranted}"))).await;
+    let card: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(card["skills"], serde_json::json!([]), "an ungranted session sees no skill");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_session_is_unknown_on_the_next_request() {
+    let world = World::with_echo();
+    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let authorization = Some(format!("Bearer {token}"));
+    let client = http();
+    let (status, _, _) = send(client.get(world.url("/.well-known/agent.json")), &authorization).await;
+    assert_eq!(status, StatusCode::OK);
+    let id = world_model::Credential::from_token(&token).unwrap().credential_id();
+    let revoked = world.core_verb(&["session", "revoke", &id]);
+    assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
+    let (status, _, body) = send(client.get(world.url("/.well-known/agent.json")), &authorization).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body, format!("{UNKNOWN_REST}\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v1_routes_answer_with_their_documented_statuses_and_messages() {
+    let world = World::with_echo();
+    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let auth = Some(format!("Bearer {token}"));
+    let client = http();
+    let get = |path: &str| client.get(world.url(path));
+
+    // Health is open; every other read needs a session.
+    let (status, _, body) = send(get("/v1/health"), &None).await;
+    assert_eq!(status, StatusCode::OK);
+    let health: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(health["status"], "ok");
+    assert!(health["interpreter_ref"].as_str().unwrap().starts_with("sha256:"));
+    assert!(health["interpreter_version"].as_str().unwrap().starts_with("ailang-rs 0.1.0"));
+    assert!(body.find("\"status\"").unwrap() < body.find("\"daemon_version\"").unwrap(), "struct order");
+    let (status, _, body) = send(get("/v1/head"), &None).await;
+    assert_eq!((status, body), (StatusCode::UNAUTHORIZED, format!("{ABSENT_REST}\n")));
+
+    let (status, content_type, head) = send(get("/v1/head"), &auth).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(content_type, "text/plain; charset=utf-8");
+    assert!(head.starts_with("sha256:") && head.len() == 71, "no trailing newline: {head:?}");
+
+    let (status, _, body) = send(get(&format!("/v1/worlds/{head}")), &auth).await;
+    assert_eq!(status, StatusCode::OK);
+    let world_row: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(world_row["revision"], 0);
+
+    let cases: &[(&str, u16, &str)] = &[
+        (
+            "/v1/worlds/nope",
+            400,
+            r#"{"error":{"class":"BadRequest","message":"world ref: hashref: missing algorithm tag (expected algo:digest): \"nope\""}}"#,
+        ),
+        (
+            "/v1/worlds/sha256:ABC",
+            400,
+            r#"{"error":{"class":"BadRequest","message":"world ref: hashref: digest is not lowercase hexadecimal: \"ABC\""}}"#,
+        ),
+        (
+            "/v1/objects/by-semantic-id",
+            400,
+            r#"{"error":{"class":"BadRequest","message":"object ref: hashref: missing algorithm tag (expected algo:digest): \"by-semantic-id\""}}"#,
+        ),
+        (
+            "/v1/worlds/sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            404,
+            r#"{"error":{"class":"NotFound","message":"world not found"}}"#,
+        ),
+        (
+            "/v1/objects/sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            404,
+            r#"{"error":{"class":"NotFound","message":"object not found"}}"#,
+        ),
+        ("/v1/log/-1", 400, r#"{"error":{"class":"BadRequest","message":"log index must be a non-negative integer"}}"#),
+        ("/v1/log/x", 400, r#"{"error":{"class":"BadRequest","message":"log index must be a non-negative integer"}}"#),
+        ("/v1/log/7", 404, r#"{"error":{"class":"NotFound","message":"log entry not found"}}"#),
+        ("/v1/log?from=-1", 400, r#"{"error":{"class":"BadRequest","message":"from must be a non-negative integer"}}"#),
+        ("/v1/log?limit=x", 400, r#"{"error":{"class":"BadRequest","message":"limit must be an integer"}}"#),
+        ("/v1/registry/", 400, r#"{"error":{"class":"BadRequest","message":"registry name is empty"}}"#),
+        ("/v1/registry/world/nothing/v1", 404, r#"{"error":{"class":"NotFound","message":"registry head not found"}}"#),
+        (
+            "/v1/receipts/a2a:x",
+            400,
+            r#"{"error":{"class":"BadRequest","message":"receipt id must be rest:\u003cid\u003e"}}"#,
+        ),
+        ("/v1/receipts/rest:nope", 200, r#"{"invocationId":"rest:nope","state":"not-started"}"#),
+        ("/v1/objects/by-semantic-id/no/such/id", 200, r#"{"items":[]}"#),
+    ];
+    for (path, status, body) in cases {
+        let (got_status, _, got_body) = send(get(path), &auth).await;
+        assert_eq!((got_status.as_u16(), got_body.as_str()), (*status, format!("{body}\n").as_str()), "{path}");
+    }
+
+    let (status, _, body) = send(get("/v1/log?from=0&limit=%2B5"), &auth).await;
+    assert_eq!(status, StatusCode::OK);
+    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    assert_eq!(page["items"][0]["header"]["writtenBy"], "genesis");
+
+    let (status, _, body) = send(get("/v1/registry/world/transition-registry/v1"), &auth).await;
+    assert_eq!(status, StatusCode::OK);
+    let registry: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let registry_head = registry["head"].as_str().unwrap().to_owned();
+    let (status, _, body) = send(get(&format!("/v1/objects/{registry_head}?payload=true")), &auth).await;
+    assert_eq!(status, StatusCode::OK);
+    let object: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(object["semanticId"], "world/transition-registry/v1");
+    assert!(object["payload"].is_string());
+    let (_, _, body) = send(get(&format!("/v1/objects/{registry_head}?payload=TRUE")), &auth).await;
+    assert!(!body.contains("\"payload\""), "payload only for exactly true");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_router_answers_like_go_serve_mux() {
+    let world = World::start();
+    let client = http();
+    let response = client.get(world.url("/mcp/")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(response.headers()["allow"], "POST");
+    assert_eq!(response.text().await.unwrap(), "Method Not Allowed\n");
+
+    let response = client.post(world.url("/v1/objects/by-semantic-id/x")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(response.headers()["allow"], "GET, HEAD");
+
+    let response = client.get(world.url("/nowhere")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(response.text().await.unwrap(), "404 page not found\n");
+
+    let response = client.post(world.url("/mcp?x=1")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::MOVED_PERMANENTLY);
+    assert_eq!(response.headers()["location"], "/mcp/?x=1");
+
+    let response = client.get(world.url("/v1/registry")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::MOVED_PERMANENTLY);
+    assert_eq!(response.headers()["location"], "/v1/registry/");
+
+    // Oversized commit bodies are refused after the session check.
+    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let response = client
+        .post(world.url("/v1/commit"))
+        .header("Authorization", format!("Bearer {token}"))
+        .body(vec![b' '; 8 * 1024 * 1024 + 1])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        response.text().await.unwrap(),
+        "{\"error\":{\"class\":\"PayloadTooLarge\",\"message\":\"commit body exceeds 8388608 bytes\"}}\n"
+    );
+    let (status, _, body) = send(client.post(world.url("/v1/commit")).body("{}"), &None).await;
+    assert_eq!((status, body), (StatusCode::UNAUTHORIZED, format!("{ABSENT_REST}\n")));
+
+    // /metrics is Prometheus text that counts the traffic above.
+    let metrics = client.get(world.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("# TYPE"), "{metrics}");
+}
