@@ -328,3 +328,37 @@ async fn racing_publishers_never_lose_an_entry_or_break_the_parent_chain() {
     }
     store.close().await;
 }
+
+#[tokio::test]
+async fn manifest_errors_and_a_closed_terminal_write_nothing() {
+    let fixture = Fixture::served();
+    let cases: [(&str, &[u8], &str); 5] = [
+        ("missing.json", b"", "world-publish transitions: read manifest: "),
+        ("garbage.json", b"{not json", "world-publish transitions: parse manifest garbage.json: "),
+        ("empty.json", b"[]", "world-publish transitions: manifest holds no descriptors"),
+        (
+            "both.json",
+            br#"[{"id":"tools.x","transitionFn":"sha256:0000000000000000000000000000000000000000000000000000000000000000","transitionFnFile":"echo.ail","inputSchema":{},"outputSchema":{}}]"#,
+            "entry \"tools.x\": give exactly one of transitionFn or transitionFnFile",
+        ),
+        (
+            "schema.json",
+            br#"[{"id":"tools.x","transitionFnFile":"echo.ail","inputSchema":{"type":7},"outputSchema":{}}]"#,
+            "input schema does not compile",
+        ),
+    ];
+    for (name, bytes, message) in cases {
+        if name != "missing.json" {
+            std::fs::write(fixture.path(name), bytes).unwrap();
+        }
+        let run = fixture.publish(name, 1);
+        assert_eq!(run.status.code(), Some(1), "{name}: {}", run.stderr);
+        assert!(run.stderr.contains(message), "{name}: {}", run.stderr);
+    }
+    // The terminal closes before a line is typed.
+    let closed = run_attended(fixture.command("echo.json", &[]), "\u{4}");
+    assert_eq!(closed.status.code(), Some(3));
+    assert!(closed.stderr.starts_with("STOP fence=confirmation reason=eof\n"), "{}", closed.stderr);
+    assert_eq!(fixture.head().await, None);
+    assert_eq!(fixture.sources().await, 0);
+}
