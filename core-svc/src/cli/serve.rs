@@ -31,16 +31,59 @@ pub struct ServeArgs {
     /// required for PostgreSQL).
     #[arg(long, env = "WORLD_ARTIFACTS")]
     artifacts: Option<PathBuf>,
+    #[command(flatten)]
+    limits: LimitArgs,
     /// Serve Prometheus metrics (`GET /metrics`) on this address.
     #[arg(long, env = "WORLD_METRICS_LISTEN")]
     metrics_listen: Option<SocketAddr>,
+}
+
+/// Invocation limits (the reference's defaults).
+#[derive(clap::Args, Clone, Copy)]
+pub struct LimitArgs {
+    /// Seconds one invocation may take, end to end.
+    #[arg(long, env = "WORLD_INVOCATION_TIMEOUT", default_value_t = 20)]
+    invocation_timeout: u64,
+    /// Interpreter subprocesses that may run at once; calls beyond are refused, not queued.
+    #[arg(long, env = "WORLD_MAX_SUBPROCESSES", default_value_t = subprocess::DEFAULT_SLOTS)]
+    max_subprocesses: usize,
+    /// Largest canonical input (arguments) in bytes.
+    #[arg(long, env = "WORLD_MAX_INPUT_BYTES", default_value_t = 1024 * 1024)]
+    max_input_bytes: usize,
+    /// Largest transition output in bytes.
+    #[arg(long, env = "WORLD_MAX_OUTPUT_BYTES", default_value_t = 1024 * 1024)]
+    max_output_bytes: usize,
+}
+
+impl Default for LimitArgs {
+    fn default() -> Self {
+        let limits = Limits::default();
+        Self {
+            invocation_timeout: limits.invocation.as_secs(),
+            max_subprocesses: subprocess::DEFAULT_SLOTS,
+            max_input_bytes: limits.max_input,
+            max_output_bytes: limits.max_output,
+        }
+    }
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            invocation: std::time::Duration::from_secs(self.invocation_timeout.max(1)),
+            max_input: self.max_input_bytes,
+            max_output: self.max_output_bytes,
+            ..Limits::default()
+        }
+    }
 }
 
 pub async fn run(args: ServeArgs) -> Outcome {
     let location = parse_location(&args.store)?;
     let store = open_store(&location, OpenMode::CreateIfMissing).await?;
     let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
-    let core = build_core(&store, &location, args.ailang_bin.as_deref(), args.artifacts.as_deref()).await?;
+    let core =
+        build_core(&store, &location, args.ailang_bin.as_deref(), args.artifacts.as_deref(), args.limits).await?;
     let listener = TcpListener::bind(args.listen)
         .await
         .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.listen)))?;
@@ -63,16 +106,17 @@ pub async fn build_core(
     location: &StoreLocation,
     ailang_bin: Option<&Path>,
     artifacts: Option<&Path>,
+    limits: LimitArgs,
 ) -> Result<Arc<Core>, Failed> {
     let Some(binary) = ailang_bin else {
         tracing::warn!("serving without --ailang-bin: there is no coordinator; invocations answer \"not available\"");
         return Ok(Arc::new(Core::new(store.clone())));
     };
-    let slots = Slots::new(subprocess::DEFAULT_SLOTS);
+    let slots = Slots::new(limits.max_subprocesses.max(1));
     let interpreter = pin_interpreter(store, location, binary, artifacts, &slots).await?;
     let verified =
         VerifiedInterpreter::open(interpreter).map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
-    Ok(Arc::new(Core::with_coordinator(store.clone(), verified, slots, Limits::default())))
+    Ok(Arc::new(Core::with_coordinator(store.clone(), verified, slots, limits.limits())))
 }
 
 /// Archives `binary` next to the store and bootstraps epoch 1 for its release.

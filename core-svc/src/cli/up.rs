@@ -77,7 +77,7 @@ pub async fn run(args: UpArgs) -> Outcome {
     ensure_session(&store, &episode, &session_file).await?;
 
     let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
-    let core = build_core(&store, &location, Some(&siblings.ailang), None).await?;
+    let core = build_core(&store, &location, Some(&siblings.ailang), None, Default::default()).await?;
     let listener = TcpListener::bind(args.core_listen)
         .await
         .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.core_listen)))?;
