@@ -249,7 +249,22 @@ pub struct AttendedRun {
 /// Runs `command` with a new pseudo-terminal as its controlling terminal
 /// (stdin is not the terminal), types `answer` at it, and collects the
 /// output. `CI` is removed from the child's environment only.
-pub fn run_attended(mut command: Command, answer: &str) -> AttendedRun {
+pub fn run_attended(command: Command, answer: &str) -> AttendedRun {
+    let (child, terminal) = spawn_attended(command, answer);
+    let output = child.wait_with_output().expect("wait for attended command");
+    let terminal = terminal.join().unwrap_or_default();
+    AttendedRun {
+        status: output.status,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        terminal,
+    }
+}
+
+/// Starts `command` (stdout and stderr piped) with a new pseudo-terminal as
+/// its controlling terminal, types `answer` at it, and returns the child and
+/// a thread collecting what the child writes to the terminal.
+pub fn spawn_attended(mut command: Command, answer: &str) -> (Child, std::thread::JoinHandle<String>) {
     let (master, slave) = open_pty();
     let slave_fd = slave.as_raw_fd();
     command.env_remove("CI").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -281,14 +296,7 @@ pub fn run_attended(mut command: Command, answer: &str) -> AttendedRun {
         }
         String::from_utf8_lossy(&seen).into_owned()
     });
-    let output = child.wait_with_output().expect("wait for attended command");
-    let terminal = reader.join().unwrap_or_default();
-    AttendedRun {
-        status: output.status,
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        terminal,
-    }
+    (child, reader)
 }
 
 fn open_pty() -> (OwnedFd, OwnedFd) {
