@@ -149,21 +149,23 @@ impl World {
     pub fn echo_core() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = dir.path().join("world.db");
-        Self::echo_core_on(dir, store, None)
+        Self::echo_core_on(dir, store, None, &[])
     }
 
     /// An echo world on `store` (a SQLite path or a PostgreSQL URL); a
     /// PostgreSQL store keeps its archives in `artifacts`.
-    pub fn echo_core_on(dir: tempfile::TempDir, store: PathBuf, artifacts: Option<&Path>) -> Self {
+    /// `extra` are further `serve` flags (limits, say) for the serving core.
+    pub fn echo_core_on(dir: tempfile::TempDir, store: PathBuf, artifacts: Option<&Path>, extra: &[&str]) -> Self {
         let ailang = bin("ailang");
         let serve_args = serve_args(&ailang, artifacts);
-        let serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
+        let mut serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
         let (bootstrap, _) = start_core(&store, dir.path(), &serve_args);
         assert!(bootstrap.terminate().success(), "the bootstrap serve did not stop cleanly");
         publish_with(&store, &examples_dir().join("transitions.json"), 1, artifacts);
         let genesis =
             Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
         assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
+        serve_args.extend_from_slice(extra);
         let (core, core_addr) = start_core(&store, dir.path(), &serve_args);
         Self { dir, store, core, core_addr, edge: None, edge_url: String::new() }
     }

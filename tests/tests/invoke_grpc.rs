@@ -84,7 +84,11 @@ async fn a_resent_task_returns_the_committed_result_and_a_different_call_is_refu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_distinct_calls_all_commit_and_one_task_id_runs_once() {
-    let world = World::echo_core();
+    // This pins the database's serialisation of commits, not the slot limit
+    // (tested below): give every call its own interpreter slot.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("world.db");
+    let world = World::echo_core_on(dir, store, None, &["--max-subprocesses", "64"]);
     let token = world.mint("ep1", &["world.apply=world:100"], 3600);
     let client = client(&world).await;
 
@@ -129,9 +133,10 @@ async fn two_cores_on_one_postgres_database_share_one_log() {
     let url = world_tests::fresh_postgres_database(&admin).await;
     let dir = tempfile::tempdir().unwrap();
     let artifacts = dir.path().join("artifacts");
-    let first = World::echo_core_on(dir, url.clone().into(), Some(&artifacts));
+    let first = World::echo_core_on(dir, url.clone().into(), Some(&artifacts), &["--max-subprocesses", "32"]);
     let serve_args = world_tests::serve_args(&world_tests::bin("ailang"), Some(&artifacts));
-    let serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
+    let mut serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
+    serve_args.extend(["--max-subprocesses", "32"]);
     let (_second, second_addr) = world_tests::start_core(&first.store, first.dir.path(), &serve_args);
     let token = first.mint("ep1", &["world.apply=world:100"], 3600);
 
@@ -160,4 +165,44 @@ async fn two_cores_on_one_postgres_database_share_one_log() {
         }
     }
     assert_eq!(entries, BTreeSet::from([21]));
+}
+
+/// Beyond its subprocess slots a core refuses at once rather than queueing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_beyond_the_subprocess_slots_is_refused_not_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("world.db");
+    let world = World::echo_core_on(dir, store, None, &["--max-subprocesses", "1"]);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // Publishing needs the store to itself: stop, publish the slow fixture, serve again.
+    let World { dir, store, core, .. } = world;
+    assert!(core.terminate().success());
+    world_tests::publish(&store, &root.join("tests/fixtures/core-slow/transitions.json"), 1);
+    let serve_args = world_tests::serve_args(&world_tests::bin("ailang"), None);
+    let mut serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
+    serve_args.extend(["--max-subprocesses", "1"]);
+    let (_core, core_addr) = world_tests::start_core(&store, dir.path(), &serve_args);
+    let token = world_tests::mint(&store, "ep1", &["world.apply=world:10"], 3600);
+    let mut slow_client = InvocationClient::connect(format!("http://{core_addr}")).await.unwrap();
+    let mut quick_client = slow_client.clone();
+
+    let slow_token = token.clone();
+    let slow = tokio::spawn(async move {
+        let mut request = tonic::Request::new(pb::InvokeRequest {
+            surface: "a2a".into(),
+            transition_id: "tools.slow".into(),
+            task_id: "slow-1".into(),
+            arguments: b"{}".to_vec(),
+            transition_fn: String::new(),
+        });
+        request.metadata_mut().insert("authorization", format!("Bearer {slow_token}").parse().unwrap());
+        slow_client.invoke(request).await.unwrap().into_inner().outcome.unwrap()
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    assert_eq!(failure_code(invoke(&mut quick_client, &token, "quick-1", r#"{"a":1}"#).await), "capacity_exceeded");
+    assert!(started.elapsed() < std::time::Duration::from_millis(500), "the refusal waited for the slot");
+    invoked(slow.await.unwrap());
+    // With the slot free again the same call goes through.
+    invoked(invoke(&mut quick_client, &token, "quick-1", r#"{"a":1}"#).await);
 }
