@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use tracing::Instrument as _;
 use world_model::HashRef;
 
 use crate::archive::Interpreter;
@@ -137,5 +138,14 @@ pub async fn run(
         .env("AILANG_FS_SANDBOX", root.path())
         .env("AILANG_RELAX_MODULES", "1")
         .env("AILANG_CACHE_DIR", root.path().join(".cache"));
-    Ok(subprocess::run(command, slot, timeout, CAPSULE_OUTPUT_CAP).await?)
+    let span = tracing::info_span!(
+        "capsule.run",
+        "world.interpreter.ref" = %interpreter.interpreter.reference,
+        process.exit.code = tracing::field::Empty,
+    );
+    let finished = subprocess::run(command, slot, timeout, CAPSULE_OUTPUT_CAP).instrument(span.clone()).await?;
+    if let Some(code) = finished.status.code() {
+        span.record("process.exit.code", code);
+    }
+    Ok(finished)
 }

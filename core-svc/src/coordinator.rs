@@ -25,6 +25,8 @@ use crate::registry::{Current, RegistryReader};
 use crate::session::{SessionBinding, now_unix, random_bytes};
 use crate::store::{Claim, Commit, LogEntry, Planner, Store, StoreError, StoredObject, WorldRow};
 use crate::subprocess::{RunError, Slots};
+use tracing::Instrument as _;
+use world_telemetry::attr;
 
 pub const INPUT_SEMANTIC_ID: &str = "world/invocation-input/v1";
 pub const OUTPUT_SEMANTIC_ID: &str = "world/invocation-output/v1";
@@ -92,6 +94,16 @@ pub struct Coordinator {
 /// Bound on the compiled-schema cache; past it the cache starts over.
 const VALIDATOR_CACHE: usize = 4096;
 
+/// A call that passed validation.
+struct Validated {
+    task: TaskId,
+    /// Canonical JSON of the arguments.
+    input: Vec<u8>,
+    pin: Option<HashRef>,
+    id: String,
+    descriptor: Descriptor,
+}
+
 /// A failure plus the internal cause the core logs once (callers never see it).
 struct Refusal {
     failure: Failure,
@@ -146,32 +158,57 @@ impl Coordinator {
     pub async fn invoke(self: &Arc<Self>, registry: Arc<RegistryReader>, call: Call) -> Result<Invoked, Failure> {
         let started = Instant::now();
         let this = Arc::clone(self);
-        let task = tokio::spawn(async move {
-            let surface = call.surface;
-            let transition = call.transition_id.clone();
-            let mut id = None;
-            let result = this.invoke_inner(&registry, call, started, &mut id).await;
-            let outcome = match &result {
-                Ok(_) => "committed",
-                Err(refusal) => refusal.failure.code.as_str(),
-            };
-            this.metrics.invocation(&transition, outcome);
-            result.map_err(|refusal| {
-                if let Some(cause) = refusal.cause {
-                    // The reference's operator line; the cause never reaches the caller.
-                    let method = match surface {
-                        Surface::A2a => "tasks/send",
-                        Surface::Mcp => "tools/call",
-                    };
-                    let id = id.as_deref().unwrap_or("-");
-                    tracing::error!(
-                        code = refusal.failure.code.as_str(),
-                        "{surface} refusal: {method} {id}: {cause:?}"
-                    );
+        let span = tracing::info_span!(
+            "invoke",
+            world.transition.id = %call.transition_id,
+            world.episode = %call.session.episode,
+            world.invocation.id = tracing::field::Empty,
+            world.entry.index = tracing::field::Empty,
+            world.outcome = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            otel.status_message = tracing::field::Empty,
+        );
+        let task = tokio::spawn(
+            async move {
+                let surface = call.surface;
+                let transition = call.transition_id.clone();
+                let mut id = None;
+                let result = this.invoke_inner(&registry, call, started, &mut id).await;
+                let outcome = match &result {
+                    Ok(_) => "committed",
+                    Err(refusal) => refusal.failure.code.as_str(),
+                };
+                this.metrics.invocation(&transition, outcome);
+                let span = tracing::Span::current();
+                span.record(attr::OUTCOME, outcome);
+                match &result {
+                    Ok(invoked) => {
+                        span.record(attr::ENTRY_INDEX, invoked.entry_index);
+                    }
+                    Err(_) => {
+                        // The failure code only: never an internal cause.
+                        span.record("otel.status_code", "ERROR");
+                        span.record("otel.status_message", outcome);
+                    }
                 }
-                refusal.failure
-            })
-        });
+                result.map_err(|refusal| {
+                    if let Some(cause) = refusal.cause {
+                        // The reference's operator line; the cause never reaches the caller.
+                        let method = match surface {
+                            Surface::A2a => "tasks/send",
+                            Surface::Mcp => "tools/call",
+                        };
+                        let id = id.as_deref().unwrap_or("-");
+                        tracing::error!(
+                            code = refusal.failure.code.as_str(),
+                            "{surface} refusal: {method} {id}: {cause:?}"
+                        );
+                    }
+                    refusal.failure
+                })
+            }
+            .instrument(span),
+        );
         match task.await {
             Ok(result) => result,
             Err(error) => {
@@ -189,6 +226,40 @@ impl Coordinator {
         invocation: &mut Option<String>,
     ) -> Result<Invoked, Refusal> {
         let deadline = started + self.limits.invocation;
+        let validate = tracing::info_span!("validate");
+        let validated = self.validate(registry, &call).instrument(validate).await?;
+        let Validated { task, input, pin, id, descriptor } = validated;
+        tracing::Span::current().record(attr::INVOCATION_ID, id.as_str());
+        *invocation = Some(id.clone());
+        let episode = &call.session.episode;
+
+        // R17 + reconcile: the claim says whether this id is free, running,
+        // or already committed for this very call.
+        let input_ref = HashRef::of(&input);
+        let digest = call_digest(&descriptor, &input_ref, pin.as_ref());
+        let now = now_unix();
+        let stale = now.saturating_sub(self.limits.stale_claim.as_secs() as i64);
+        let claim = self
+            .store
+            .claim_invocation(&id, &digest, &self.owner, now, stale)
+            .instrument(tracing::info_span!("reconcile"))
+            .await?;
+        match claim {
+            Claim::Acquired => {}
+            Claim::Committed => return self.reconcile(&id, &task).await,
+            Claim::InFlight | Claim::DifferentCall => return Err(Refusal::of(FailureCode::TaskIdUsed)),
+        }
+        let result = self.execute_and_commit(&descriptor, &id, &task, episode, &input, deadline, call.surface).await;
+        let committed = result.is_ok();
+        if let Err(error) = self.store.release_invocation(&id, committed).await {
+            tracing::warn!(%error, invocation = %id, "releasing the invocation claim failed; it expires on its own");
+        }
+        result
+    }
+
+    /// R1–R5: the call's shape, its binding to a visible descriptor, the pin
+    /// and the arguments against the input schema.
+    async fn validate(&self, registry: &RegistryReader, call: &Call) -> Result<Validated, Refusal> {
         // R1: the call's shape.
         let task = match &call.task_id {
             Some(text) => TaskId::parse(text).map_err(|e| Refusal::because(FailureCode::InvalidParams, e))?,
@@ -207,13 +278,11 @@ impl Coordinator {
             None | Some("") => None,
             Some(text) => Some(HashRef::parse(text).map_err(|e| Refusal::because(FailureCode::InvalidParams, e))?),
         };
-        let episode = &call.session.episode;
-        let id = invocation_id(call.surface, episode, &task);
-        *invocation = Some(id.clone());
+        let id = invocation_id(call.surface, &call.session.episode, &task);
 
         // R2–R5: bind against the session's live grants and verify the pin.
         let current = registry.current(&self.store).await.map_err(|e| Refusal::because(FailureCode::Unavailable, e))?;
-        let descriptor = bind(&current, &call, now_unix())?;
+        let descriptor = bind(&current, call, now_unix())?;
         if let Some(pin) = pin
             && pin != descriptor.transition_fn
         {
@@ -223,24 +292,7 @@ impl Coordinator {
             return Err(Refusal::of(FailureCode::EffectsUnsupported));
         }
         self.validate_arguments(&descriptor, &arguments)?;
-
-        // R17 + reconcile: the claim says whether this id is free, running,
-        // or already committed for this very call.
-        let input_ref = HashRef::of(&input);
-        let digest = call_digest(&descriptor, &input_ref, pin.as_ref());
-        let now = now_unix();
-        let stale = now.saturating_sub(self.limits.stale_claim.as_secs() as i64);
-        match self.store.claim_invocation(&id, &digest, &self.owner, now, stale).await? {
-            Claim::Acquired => {}
-            Claim::Committed => return self.reconcile(&id, &task).await,
-            Claim::InFlight | Claim::DifferentCall => return Err(Refusal::of(FailureCode::TaskIdUsed)),
-        }
-        let result = self.execute_and_commit(&descriptor, &id, &task, episode, &input, deadline, call.surface).await;
-        let committed = result.is_ok();
-        if let Err(error) = self.store.release_invocation(&id, committed).await {
-            tracing::warn!(%error, invocation = %id, "releasing the invocation claim failed; it expires on its own");
-        }
-        result
+        Ok(Validated { task, input, pin, id, descriptor })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -314,7 +366,16 @@ impl Coordinator {
             return Err(Refusal::of(FailureCode::Deadline));
         }
         let planner = plan(descriptor, id, episode, surface, input.to_vec(), output.clone(), now_unix());
-        let (_, commit) = match self.store.commit_next(id, planner, remaining.min(self.limits.commit)).await {
+        let commit_span = tracing::info_span!("commit", world.entry.index = tracing::field::Empty);
+        let committed = self
+            .store
+            .commit_next(id, planner, remaining.min(self.limits.commit))
+            .instrument(commit_span.clone())
+            .await;
+        if let Ok((_, commit)) = &committed {
+            commit_span.record(attr::ENTRY_INDEX, commit.entry.entry_index);
+        }
+        let (_, commit) = match committed {
             Ok(done) => done,
             Err(StoreError::AlreadyCommitted { .. }) => return self.reconcile(id, task).await,
             Err(error) => return Err(error.into()),

@@ -69,7 +69,6 @@ pub type Outcome = Result<(), Failed>;
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -78,12 +77,20 @@ pub fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(async {
-        match cli.command {
+        // Inside the runtime: the OTLP gRPC exporter needs one alive.
+        let telemetry = match world_telemetry::init("world-core", cli.log_format.into()) {
+            Ok(telemetry) => telemetry,
+            Err(error) => return Err(Failed::fatal(error)),
+        };
+        let outcome = match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Session(command) => session::run(command).await,
             Command::Genesis(args) => genesis(args).await,
             Command::Up(args) => up::run(args).await,
-        }
+        };
+        // Flushing blocks on the exporter's own thread.
+        let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+        outcome
     });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -94,13 +101,12 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match format {
-        LogFormat::Human => builder.init(),
-        LogFormat::Json => builder.json().init(),
+impl From<LogFormat> for world_telemetry::LogFormat {
+    fn from(format: LogFormat) -> Self {
+        match format {
+            LogFormat::Human => Self::Human,
+            LogFormat::Json => Self::Json,
+        }
     }
 }
 

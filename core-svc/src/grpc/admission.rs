@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 use world_model::{Failure, FailureCode};
 use world_proto::v1 as pb;
 use world_proto::v1::admission_server::Admission;
@@ -24,8 +25,10 @@ impl AdmissionService {
 impl Admission for AdmissionService {
     async fn admit(&self, request: Request<pb::AdmitRequest>) -> Result<Response<pb::AdmitReply>, Status> {
         use pb::admit_reply::Outcome;
+        let span = tracing::info_span!("admit", world.episode = tracing::field::Empty);
         let outcome = async {
             let session = self.core.resolve_session(authorization(&request), "admit").await?;
+            tracing::Span::current().record(world_telemetry::attr::EPISODE, session.episode.as_str());
             let current = self.core.registry.current(&self.core.store).await.map_err(|error| {
                 tracing::error!(%error, "admit: transition registry read failed");
                 Failure::of(FailureCode::Unavailable)
@@ -45,6 +48,7 @@ impl Admission for AdmissionService {
                 registry_head: head,
             })
         }
+        .instrument(span)
         .await;
         let outcome = match outcome {
             Ok(admitted) => Outcome::Admitted(admitted),

@@ -38,9 +38,23 @@ pub fn router(core: Arc<Core>) -> Result<tonic::transport::server::Router, tonic
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()?;
     Ok(tonic::transport::Server::builder()
+        .trace_fn(server_span)
         .add_service(health_service)
         .add_service(reflection)
         .add_service(world_proto::v1::store_server::StoreServer::new(StoreService::new(Arc::clone(&core))))
         .add_service(world_proto::v1::admission_server::AdmissionServer::new(AdmissionService::new(Arc::clone(&core))))
         .add_service(world_proto::v1::invocation_server::InvocationServer::new(InvocationService::new(core))))
+}
+
+/// The core's server span for one RPC, a child of the caller's trace
+/// context when the metadata carries one (`traceparent`).
+fn server_span(request: &http::Request<()>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "rpc.server",
+        otel.kind = "server",
+        rpc.system = "grpc",
+        rpc.method = %request.uri().path(),
+    );
+    world_telemetry::adopt_parent(&span, request.headers());
+    span
 }
