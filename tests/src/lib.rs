@@ -5,6 +5,8 @@
 //! The binaries are the workspace's own build (`cargo build --workspace
 //! --bins`), found next to the test executable.
 
+pub mod otlp;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -149,13 +151,20 @@ impl World {
     pub fn echo_core() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = dir.path().join("world.db");
-        Self::echo_core_on(dir, store, None, &[])
+        Self::echo_core_on(dir, store, None, &[], &[])
     }
 
     /// An echo world on `store` (a SQLite path or a PostgreSQL URL); a
     /// PostgreSQL store keeps its archives in `artifacts`.
     /// `extra` are further `serve` flags (limits, say) for the serving core.
-    pub fn echo_core_on(dir: tempfile::TempDir, store: PathBuf, artifacts: Option<&Path>, extra: &[&str]) -> Self {
+    /// `env` is added to the serving core's environment.
+    pub fn echo_core_on(
+        dir: tempfile::TempDir,
+        store: PathBuf,
+        artifacts: Option<&Path>,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let ailang = bin("ailang");
         let serve_args = serve_args(&ailang, artifacts);
         let mut serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
@@ -166,7 +175,7 @@ impl World {
             Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
         assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
         serve_args.extend_from_slice(extra);
-        let (core, core_addr) = start_core(&store, dir.path(), &serve_args);
+        let (core, core_addr) = start_core_with_env(&store, dir.path(), &serve_args, env);
         Self { dir, store, core, core_addr, edge: None, edge_url: String::new() }
     }
 }
@@ -206,7 +215,12 @@ pub fn publish_with(store: &Path, manifest: &Path, count: usize, artifacts: Opti
 
 /// Starts `world-core serve` on a free loopback port; returns it and `host:port`.
 pub fn start_core(store: &Path, log_dir: &Path, extra: &[&str]) -> (Process, String) {
+    start_core_with_env(store, log_dir, extra, &[])
+}
+
+pub fn start_core_with_env(store: &Path, log_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Process, String) {
     let mut command = Command::new(bin("world-core"));
+    command.envs(env.iter().copied());
     command.args(["serve", "--listen", "127.0.0.1:0", "--store"]).arg(store).args(extra);
     command.env_remove("WORLD_AILANG_BIN");
     let (process, url) = Process::start(command, "world-core listening on grpc://", log_dir, "core");

@@ -88,7 +88,7 @@ async fn concurrent_distinct_calls_all_commit_and_one_task_id_runs_once() {
     // (tested below): give every call its own interpreter slot.
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("world.db");
-    let world = World::echo_core_on(dir, store, None, &["--max-subprocesses", "64"]);
+    let world = World::echo_core_on(dir, store, None, &["--max-subprocesses", "64"], &[]);
     let token = world.mint("ep1", &["world.apply=world:100"], 3600);
     let client = client(&world).await;
 
@@ -133,7 +133,7 @@ async fn two_cores_on_one_postgres_database_share_one_log() {
     let url = world_tests::fresh_postgres_database(&admin).await;
     let dir = tempfile::tempdir().unwrap();
     let artifacts = dir.path().join("artifacts");
-    let first = World::echo_core_on(dir, url.clone().into(), Some(&artifacts), &["--max-subprocesses", "32"]);
+    let first = World::echo_core_on(dir, url.clone().into(), Some(&artifacts), &["--max-subprocesses", "32"], &[]);
     let serve_args = world_tests::serve_args(&world_tests::bin("ailang"), Some(&artifacts));
     let mut serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
     serve_args.extend(["--max-subprocesses", "32"]);
@@ -172,7 +172,7 @@ async fn two_cores_on_one_postgres_database_share_one_log() {
 async fn a_call_beyond_the_subprocess_slots_is_refused_not_queued() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("world.db");
-    let world = World::echo_core_on(dir, store, None, &["--max-subprocesses", "1"]);
+    let world = World::echo_core_on(dir, store, None, &["--max-subprocesses", "1"], &[]);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     // Publishing needs the store to itself: stop, publish the slow fixture, serve again.
     let World { dir, store, core, .. } = world;
