@@ -54,6 +54,7 @@ fn server_span(request: &http::Request<()>) -> tracing::Span {
         otel.kind = "server",
         rpc.system = "grpc",
         rpc.method = %request.uri().path(),
+        trace_id = tracing::field::Empty,
     );
     world_telemetry::adopt_parent(&span, request.headers());
     span

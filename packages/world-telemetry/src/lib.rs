@@ -154,10 +154,21 @@ impl Injector for HeaderInjector<'_> {
 }
 
 /// Makes `span` a child of the trace context in `headers` (HTTP headers or
-/// gRPC metadata), when there is one.
+/// gRPC metadata), when there is one, and records the trace id in the span's
+/// `trace_id` field (declare it `Empty`) so every log line inside carries it.
 pub fn adopt_parent(span: &tracing::Span, headers: &http::HeaderMap) {
     let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)));
     let _ = span.set_parent(parent);
+    // Without an exporter the span has no OpenTelemetry context; the
+    // caller's traceparent still names the trace.
+    let id = trace_id(span).or_else(|| {
+        let traceparent = headers.get("traceparent")?.to_str().ok()?;
+        let id = traceparent.split('-').nth(1)?;
+        (id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_ascii_lowercase())
+    });
+    if let Some(id) = id {
+        span.record("trace_id", id);
+    }
 }
 
 /// Makes `span` a child of a W3C `traceparent` (and optional `tracestate`)
