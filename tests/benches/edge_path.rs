@@ -1,0 +1,179 @@
+//! The first benchmark (run outside CI: `cargo bench -p world-tests --bench edge_path`).
+//! Every figure is a ratio against a baseline measured in the same run on the
+//! same machine, because these machines are noisy:
+//!
+//! * `tools/list` through edge → core vs a bare axum JSON-RPC echo, both at
+//!   32 connections (target ≥ 0.25×);
+//! * `tools/call` of the echo transition vs a loop spawning `ailang run`
+//!   directly, both at 8 concurrent (target ≥ 0.5×).
+//!
+//! An answer whose body is a JSON-RPC error counts as a failure, not a success.
+//! Each loop is bounded in time; traffic stays on loopback.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use world_tests::{World, bin, examples_dir};
+
+const RUN: Duration = Duration::from_secs(5);
+
+#[derive(Default)]
+struct Tally {
+    ok: AtomicU64,
+    failed: AtomicU64,
+}
+
+/// Runs `concurrency` workers calling `once` until `RUN` elapses; successes per second.
+async fn measure<F, Fut>(concurrency: usize, once: F) -> (f64, u64)
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = bool> + Send,
+{
+    let tally = Arc::new(Tally::default());
+    let once = Arc::new(once);
+    let started = Instant::now();
+    let workers: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let (tally, once) = (Arc::clone(&tally), Arc::clone(&once));
+            tokio::spawn(async move {
+                while started.elapsed() < RUN {
+                    if once().await {
+                        tally.ok.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        tally.failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        let _ = worker.await;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    (tally.ok.load(Ordering::Relaxed) as f64 / elapsed, tally.failed.load(Ordering::Relaxed))
+}
+
+/// A JSON-RPC success: an SSE `data:` line (or a JSON body) whose object has `result`.
+fn is_success(body: &str) -> bool {
+    let json = body.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(body);
+    serde_json::from_str::<serde_json::Value>(json).is_ok_and(|v| v.get("result").is_some() && v.get("error").is_none())
+}
+
+async fn bare_echo() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/rpc",
+        axum::routing::post(|body: axum::body::Bytes| async move {
+            let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            axum::Json(serde_json::json!({"jsonrpc": "2.0", "id": request["id"], "result": {"tools": []}}))
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{address}/rpc")
+}
+
+fn mcp_post(client: &reqwest::Client, url: &str, token: &str, body: &'static str) -> reqwest::RequestBuilder {
+    client
+        .post(url)
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(body)
+}
+
+#[tokio::main]
+async fn main() {
+    let world = World::with_echo();
+    let token = world.mint("bench", &["world.apply=world:100000000"], 3600);
+    let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+    let mcp = world.url("/mcp/");
+
+    let echo = bare_echo().await;
+    let (baseline, _) = {
+        let (client, echo) = (client.clone(), echo.clone());
+        measure(32, move || {
+            let request = client.post(&echo).body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+            async move {
+                match request.send().await {
+                    Ok(response) => is_success(&response.text().await.unwrap_or_default()),
+                    Err(_) => false,
+                }
+            }
+        })
+        .await
+    };
+    let (listed, list_failures) = {
+        let (client, mcp, token) = (client.clone(), mcp.clone(), token.clone());
+        measure(32, move || {
+            let request = mcp_post(&client, &mcp, &token, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+            async move {
+                match request.send().await {
+                    Ok(response) => is_success(&response.text().await.unwrap_or_default()),
+                    Err(_) => false,
+                }
+            }
+        })
+        .await
+    };
+    println!(
+        "tools/list  edge→core {listed:9.0}/s  bare echo {baseline:9.0}/s  ratio {:.2}× (target ≥ 0.25×)  failures {list_failures}",
+        listed / baseline
+    );
+
+    // The spawn loop: exactly the capsule's argv and environment, no World around it.
+    let source = std::fs::read(examples_dir().join("echo.ail")).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("host/capsule")).unwrap();
+    std::fs::write(root.path().join("host/capsule/main.ail"), source).unwrap();
+    std::fs::write(root.path().join("args.json"), r#""{\"a\":1}""#).unwrap();
+    let ailang = bin("ailang");
+    let root_path = root.path().to_path_buf();
+    let (spawned, _) = measure(8, move || {
+        let mut command = tokio::process::Command::new(&ailang);
+        command
+            .args([
+                "run",
+                "--quiet",
+                "--caps",
+                "",
+                "--entry",
+                "main",
+                "--args-file",
+                "args.json",
+                "host/capsule/main.ail",
+            ])
+            .current_dir(&root_path)
+            .env_clear()
+            .env("AILANG_FS_SANDBOX", &root_path)
+            .env("AILANG_RELAX_MODULES", "1")
+            .env("AILANG_CACHE_DIR", root_path.join(".cache"));
+        async move { command.output().await.is_ok_and(|o| o.status.success() && o.stdout == b"{\"echo\":{\"a\":1}}\n") }
+    })
+    .await;
+    let (called, call_failures) = {
+        let (client, mcp, token) = (client.clone(), mcp.clone(), token.clone());
+        measure(8, move || {
+            let request = mcp_post(
+                &client,
+                &mcp,
+                &token,
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tools_decho","arguments":{"a":1}}}"#,
+            );
+            async move {
+                match request.send().await {
+                    Ok(response) => is_success(&response.text().await.unwrap_or_default()),
+                    Err(_) => false,
+                }
+            }
+        })
+        .await
+    };
+    println!(
+        "tools/call  edge→core {called:9.0}/s  spawn loop {spawned:9.0}/s  ratio {:.2}× (target ≥ 0.5×)  failures {call_failures}",
+        called / spawned
+    );
+}
