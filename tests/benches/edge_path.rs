@@ -76,6 +76,14 @@ async fn bare_echo() -> String {
     format!("http://{address}/rpc")
 }
 
+/// Sends a prepared request; a success is a JSON-RPC result.
+async fn succeeded(request: reqwest::RequestBuilder) -> bool {
+    match request.send().await {
+        Ok(response) => is_success(&response.text().await.unwrap_or_default()),
+        Err(_) => false,
+    }
+}
+
 fn mcp_post(client: &reqwest::Client, url: &str, token: &str, body: &'static str) -> reqwest::RequestBuilder {
     client
         .post(url)
@@ -97,12 +105,7 @@ async fn main() {
         let (client, echo) = (client.clone(), echo.clone());
         measure(32, move || {
             let request = client.post(&echo).body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
-            async move {
-                match request.send().await {
-                    Ok(response) => is_success(&response.text().await.unwrap_or_default()),
-                    Err(_) => false,
-                }
-            }
+            succeeded(request)
         })
         .await
     };
@@ -110,12 +113,7 @@ async fn main() {
         let (client, mcp, token) = (client.clone(), mcp.clone(), token.clone());
         measure(32, move || {
             let request = mcp_post(&client, &mcp, &token, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
-            async move {
-                match request.send().await {
-                    Ok(response) => is_success(&response.text().await.unwrap_or_default()),
-                    Err(_) => false,
-                }
-            }
+            succeeded(request)
         })
         .await
     };
@@ -163,12 +161,7 @@ async fn main() {
                 &token,
                 r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tools_decho","arguments":{"a":1}}}"#,
             );
-            async move {
-                match request.send().await {
-                    Ok(response) => is_success(&response.text().await.unwrap_or_default()),
-                    Err(_) => false,
-                }
-            }
+            succeeded(request)
         })
         .await
     };

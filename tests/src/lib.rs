@@ -277,6 +277,20 @@ pub fn run_attended(command: Command, answer: &str) -> AttendedRun {
     }
 }
 
+/// Runs `command` in a new session with no controlling terminal (as under
+/// setsid, cron or an agent harness), `CI` removed.
+pub fn run_without_terminal(mut command: Command) -> Output {
+    command.env_remove("CI");
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    command.output().expect("run without a terminal")
+}
+
 /// Starts `command` (stdout and stderr piped) with a new pseudo-terminal as
 /// its controlling terminal, types `answer` at it, and returns the child and
 /// a thread collecting what the child writes to the terminal.

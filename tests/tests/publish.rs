@@ -214,16 +214,7 @@ async fn fences_refuse_ci_a_missing_terminal_a_wrong_phrase_and_live() {
     assert_eq!(under_ci.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&under_ci.stderr).starts_with("STOP fence=ci reason=ci\n"));
 
-    let mut detached = fixture.command("echo.json", &[]);
-    detached.env_remove("CI");
-    // SAFETY: setsid is async-signal-safe.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut detached, || {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let detached = detached.output().unwrap();
+    let detached = world_tests::run_without_terminal(fixture.command("echo.json", &[]));
     assert_eq!(detached.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&detached.stderr);
     assert!(stderr.starts_with("STOP fence=tty reason=no-controlling-terminal\n"), "{stderr}");

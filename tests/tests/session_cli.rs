@@ -87,16 +87,7 @@ fn mint_is_refused_under_ci_without_a_terminal_and_when_declined() {
     assert!(under_ci.stdout.is_empty());
 
     // No controlling terminal: a new session without one.
-    let mut detached = mint_command(&store, &[]);
-    detached.env_remove("CI");
-    // SAFETY: setsid is async-signal-safe.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut detached, || {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let detached = detached.output().unwrap();
+    let detached = world_tests::run_without_terminal(mint_command(&store, &[]));
     assert_eq!(detached.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&detached.stderr);
     assert!(stderr.contains("needs a controlling terminal"), "{stderr}");
