@@ -8,7 +8,7 @@ use std::time::Duration;
 use sqlx::Connection;
 use world_core::genesis::{self, entry_hash, world_ref};
 use world_core::store::{
-    Commit, LockError, LockMode, LogEntry, OpenMode, Receipt, ServingLock, SessionRow, Store, StoreError,
+    Claim, Commit, LockError, LockMode, LogEntry, OpenMode, Receipt, ServingLock, SessionRow, Store, StoreError,
     StoreLocation, StoredObject, WorldRow,
 };
 use world_model::HashRef;
@@ -128,6 +128,8 @@ suite!(
     sessions_store_only_credential_ids,
     the_serving_lock_excludes_the_exclusive_writer,
     concurrent_commits_on_one_head_have_one_winner,
+    invocation_claims_guard_an_id_and_name_its_call,
+    a_planned_commit_extends_the_current_head_and_reports_a_committed_id,
 );
 
 async fn a_fresh_store_is_created_and_reopens(location: StoreLocation) {
@@ -410,4 +412,45 @@ async fn race_child() {
         }
     }
     println!("wins={wins}");
+}
+
+async fn invocation_claims_guard_an_id_and_name_its_call(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let id = "a2a:ep1:t1";
+    assert_eq!(store.claim_invocation(id, "call-a", "core-1", 100, 0).await.unwrap(), Claim::Acquired);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-2", 101, 0).await.unwrap(), Claim::InFlight);
+    assert_eq!(store.claim_invocation(id, "call-b", "core-2", 101, 0).await.unwrap(), Claim::DifferentCall);
+    // A running claim older than the stale bound belongs to a dead owner.
+    assert_eq!(store.claim_invocation(id, "call-a", "core-2", 500, 200).await.unwrap(), Claim::Acquired);
+    // A failed call frees the id; a new attempt may take it.
+    store.release_invocation(id, false).await.unwrap();
+    assert_eq!(store.claim_invocation(id, "call-b", "core-3", 600, 0).await.unwrap(), Claim::Acquired);
+    store.release_invocation(id, true).await.unwrap();
+    assert_eq!(store.claim_invocation(id, "call-b", "core-3", 700, 650).await.unwrap(), Claim::Committed);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-3", 700, 650).await.unwrap(), Claim::DifferentCall);
+    // Releasing a committed claim as failed keeps it committed.
+    store.release_invocation(id, false).await.unwrap();
+    assert_eq!(store.claim_invocation(id, "call-b", "core-3", 800, 0).await.unwrap(), Claim::Committed);
+}
+
+async fn a_planned_commit_extends_the_current_head_and_reports_a_committed_id(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let planner = |payload: &'static str| -> world_core::store::Planner {
+        Box::new(move |world: &WorldRow| next_commit(Some(world), payload, Some("a2a:ep1:planned")))
+    };
+    assert!(matches!(store.commit_next("a2a:ep1:planned", planner("x"), BUDGET).await, Err(StoreError::WorldAbsent)));
+    let genesis = genesis::commit_genesis(&store, 1).await.unwrap();
+    // Another commit lands first: the planned one still extends whatever is current.
+    store.commit(next_commit(Some(&genesis), "other", None), BUDGET).await.unwrap();
+    let (_, commit) = store.commit_next("a2a:ep1:planned", planner("planned"), BUDGET).await.unwrap();
+    assert_eq!(commit.entry.entry_index, 2);
+    assert_eq!(store.selected_head().await.unwrap(), Some(commit.next_world.reference));
+    match store.commit_next("a2a:ep1:planned", planner("again"), BUDGET).await {
+        Err(StoreError::AlreadyCommitted { result_ref, .. }) => assert_eq!(result_ref, commit.next_world.reference),
+        other => panic!("a committed id must not be planned again: {other:?}"),
+    }
+    assert_eq!(
+        store.receipt("a2a:ep1:planned").await.unwrap(),
+        Receipt::Resolved { result_ref: commit.next_world.reference }
+    );
 }
