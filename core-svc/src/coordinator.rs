@@ -38,8 +38,6 @@ pub struct Limits {
     pub invocation: Duration,
     pub max_input: usize,
     pub max_output: usize,
-    /// The commit transaction's own budget before its durable step.
-    pub commit: Duration,
     /// A running claim older than this belongs to a dead owner.
     pub stale_claim: Duration,
 }
@@ -50,7 +48,6 @@ impl Default for Limits {
             invocation: Duration::from_secs(20),
             max_input: 1024 * 1024,
             max_output: 1024 * 1024,
-            commit: Duration::from_secs(2),
             stale_claim: Duration::from_secs(120),
         }
     }
@@ -369,7 +366,9 @@ impl Coordinator {
         let commit_span = tracing::info_span!("commit", world.entry.index = tracing::field::Empty);
         let committed = self
             .store
-            .commit_next(id, planner, remaining.min(self.limits.commit))
+            // The invocation deadline bounds the commit too: a commit waiting its
+            // turn behind others is still on time until the call is not.
+            .commit_next(id, planner, remaining)
             .instrument(commit_span.clone())
             .await;
         if let Ok((_, commit)) = &committed {
