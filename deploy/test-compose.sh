@@ -1,0 +1,269 @@
+#!/usr/bin/env bash
+# The compose suite: the deployment in deploy/ brought up for real and driven
+# through its proxy. Run after `cargo build --release --workspace --bins`.
+#
+#  1. builds the local base image world-base:bookworm when missing
+#     (deploy/build-base.sh: debootstrap + docker import; reused afterwards),
+#  2. builds the images with --build-arg BASE=world-base:bookworm; an override
+#     file swaps Jaeger (which cannot be pulled here) for the otlp-sink image
+#     and the proxy's nginx image for the base (nginx-light is baked in),
+#  3. bootstraps the store as an operator would: serve once, publish the echo
+#     example and mint a session (both attended: the answers are typed into a
+#     pseudo-terminal with `script`, CI removed from that child only), genesis,
+#  4. brings up core + 3 edges + proxy + receiver and checks, through the
+#     proxy on a loopback port: /v1/health, A2A tasks/send to tools.echo
+#     (completed, echoing its input), the calls spread over several edge
+#     replicas (each replica's /metrics), and the traces: core spans with the
+#     invocation phases, and edge + core spans in one trace once the edge
+#     exports spans (WORLD_COMPOSE_REQUIRE_EDGE_SPANS=1 makes that mandatory).
+#
+# Bounded in time (WORLD_COMPOSE_TIMEOUT seconds, default 900), with a compose
+# project name unique to the run; everything it creates is removed on exit
+# (the base image is kept: it is the cache). WORLD_COMPOSE_KEEP=1 keeps the
+# project up for inspection and prints how to remove it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+limit=${WORLD_COMPOSE_TIMEOUT:-900}
+base=${WORLD_BASE_IMAGE:-world-base:bookworm}
+edges=3
+calls=12
+started=$SECONDS
+
+say() { printf 'test-compose: %s\n' "$*"; }
+fail() {
+    printf 'test-compose: FAIL: %s\n' "$*" >&2
+    exit 1
+}
+
+# --- bounded in time --------------------------------------------------------
+# A watchdog ends the run (and so triggers the cleanup trap) after $limit s.
+main_pid=$$
+(
+    sleep "$limit"
+    printf 'test-compose: FAIL: the suite exceeded %s s\n' "$limit" >&2
+    kill -TERM "$main_pid" 2>/dev/null
+) &
+watchdog=$!
+
+# --- prerequisites ------------------------------------------------------------
+for bin in world-core world-edge world-publish ailang otlp-sink; do
+    [ -x "target/release/$bin" ] ||
+        fail "target/release/$bin is missing: run cargo build --release --workspace --bins first"
+done
+if [ -n "${WORLD_COMPOSE:-}" ]; then
+    read -r -a compose_cmd <<<"$WORLD_COMPOSE"
+elif docker compose version >/dev/null 2>&1; then
+    compose_cmd=(docker compose)
+else
+    command -v docker-compose >/dev/null 2>&1 || fail "neither docker compose nor docker-compose is installed"
+    compose_cmd=(docker-compose)
+fi
+command -v script >/dev/null 2>&1 || fail "script (util-linux) is needed to answer the attended prompts"
+command -v python3 >/dev/null 2>&1 || fail "python3 is needed to check the JSON answers"
+say "using ${compose_cmd[*]} ($("${compose_cmd[@]}" version --short 2>/dev/null || echo unknown version))"
+
+# --- the run's own project, images and files ----------------------------------
+run_id="$(date +%s)$$"
+project="worldtest${run_id}"
+tag="worldtest:${run_id}"
+work=$(mktemp -d "${TMPDIR:-/tmp}/world-compose.XXXXXX")
+export COMPOSE_PROJECT_NAME=$project
+export WORLD_IMAGE="${tag}-runtime"
+export WORLD_PROXY_IMAGE=$base
+export WORLD_HTTP_PORT= # empty: the engine picks a free loopback port
+export JAEGER_UI_PORT=
+export WORLD_STORE=/data/world.db
+unset WORLD_CORE
+export COMPOSE_INTERACTIVE_NO_CLI=1 # docker-compose 1.29: run/exec through dockerpty, not the docker CLI
+
+cat >"$work/override.yml" <<EOF
+version: "3.8"
+services:
+  jaeger:
+    # Jaeger cannot be pulled here: the local receiver answers the same query API.
+    build:
+      context: $root/target/release
+      dockerfile: $root/deploy/otlp-sink/Dockerfile
+      args:
+        BASE: $base
+    image: ${tag}-sink
+EOF
+compose() { "${compose_cmd[@]}" -p "$project" -f deploy/docker-compose.yml -f "$work/override.yml" "$@"; }
+
+cleanup() {
+    local rc=$?
+    kill "$watchdog" 2>/dev/null || true
+    trap - EXIT INT TERM
+    if [ "$rc" -ne 0 ]; then
+        say "logs of the failed run (last lines per service):"
+        compose logs --no-color --tail=40 2>/dev/null | sed 's/^/  /' >&2 || true
+    fi
+    if [ "${WORLD_COMPOSE_KEEP:-}" = 1 ]; then
+        say "kept project $project; remove it with: COMPOSE_PROJECT_NAME=$project ${compose_cmd[*]} -f deploy/docker-compose.yml -f $work/override.yml down -v"
+    else
+        compose down -v --remove-orphans --timeout 10 >/dev/null 2>&1 || true
+        docker image rm "${tag}-runtime" "${tag}-sink" >/dev/null 2>&1 || true
+        rm -rf "$work"
+    fi
+    say "$([ "$rc" -eq 0 ] && echo PASS || echo FAIL) in $((SECONDS - started)) s"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+# Waits (bounded) until "$@" succeeds.
+wait_for() {
+    local what=$1 seconds=$2
+    shift 2
+    local until=$((SECONDS + seconds))
+    until "$@" >/dev/null 2>&1; do
+        [ "$SECONDS" -lt "$until" ] || fail "timed out after ${seconds} s waiting for $what"
+        sleep 1
+    done
+}
+
+# Runs a command line on a pseudo-terminal, typing $1 into it once the prompt
+# has had time to appear; CI is removed from this child only (attended steps
+# refuse under CI). The output is kept in $work/tty.log.
+attended() {
+    local answer=$1 command=$2
+    { sleep 3; printf '%s\n' "$answer"; sleep 2; } |
+        env -u CI script -qec "$command" /dev/null >"$work/tty.log" 2>&1
+}
+
+# --- 1. base image (cached) ---------------------------------------------------
+if docker image inspect "$base" >/dev/null 2>&1; then
+    say "base image $base exists; reusing it"
+else
+    deploy/build-base.sh "$base"
+fi
+
+# --- 2. images ---------------------------------------------------------------
+say "building images"
+compose build --build-arg BASE="$base" core edge jaeger >"$work/build.log" 2>&1 ||
+    { tail -n 40 "$work/build.log" >&2; fail "compose build failed"; }
+
+# --- 3. bootstrap the store ---------------------------------------------------
+q() { printf '%q ' "$@"; }
+compose_line="$(q "${compose_cmd[@]}" -p "$project" -f deploy/docker-compose.yml -f "$work/override.yml")"
+
+say "bootstrap: first serve (epoch 1)"
+compose up -d core >/dev/null 2>&1 || fail "compose up core failed"
+wait_for "the core's startup line" 60 sh -c "$(q "${compose_cmd[@]}") -p $project -f deploy/docker-compose.yml -f $(q "$work/override.yml") logs --no-color core | grep -q 'world-core listening on grpc://'"
+compose stop core >/dev/null 2>&1
+
+say "bootstrap: publish packages/examples (attended)"
+attended "publish 1 transitions to /data/world.db" \
+    "$compose_line run --rm --no-deps -v $(q "$root/packages/examples"):/opt/world/packages/examples:ro core \
+     world-publish transitions --store /data/world.db --manifest packages/examples/transitions.json \
+     --ailang-bin /usr/local/bin/ailang" ||
+    { sed 's/^/  /' "$work/tty.log" >&2; fail "attended publish failed"; }
+
+say "bootstrap: genesis"
+compose run --rm --no-deps -T core world-core genesis --store /data/world.db >"$work/genesis.log" 2>&1 ||
+    { cat "$work/genesis.log" >&2; fail "genesis failed"; }
+
+say "up: core, $edges edges, proxy, receiver"
+compose up -d --scale edge="$edges" >"$work/up.log" 2>&1 || { cat "$work/up.log" >&2; fail "compose up failed"; }
+
+say "bootstrap: mint a session (attended, while the core serves)"
+attended y "$compose_line exec core world-core session mint --store /data/world.db --episode ep1 \
+    --grant world.apply=world:10 --out /data/session" ||
+    { sed 's/^/  /' "$work/tty.log" >&2; fail "attended session mint failed"; }
+token=$(compose exec -T core cat /data/session | tr -d '\r\n')
+[ -n "$token" ] || fail "the minted session file is empty"
+
+# --- 4. through the proxy ------------------------------------------------------
+port=$(compose port proxy 80 | sed -n 's/.*:\([0-9][0-9]*\)$/\1/p')
+[ -n "$port" ] || fail "the proxy publishes no port"
+url="http://127.0.0.1:$port"
+say "proxy on $url"
+wait_for "$url/v1/health" 60 curl -fsS "$url/v1/health"
+
+edge_ids=$(compose ps -q edge)
+[ "$(wc -w <<<"$edge_ids")" -eq "$edges" ] || fail "expected $edges edge containers, found: $edge_ids"
+for id in $edge_ids; do
+    wait_for "edge $id healthy" 60 docker exec "$id" curl -fsS -o /dev/null http://127.0.0.1:7644/v1/health
+done
+
+# Requests the edge has answered on /a2a/, from one replica's /metrics.
+a2a_count() {
+    docker exec "$1" curl -fsS http://127.0.0.1:7644/metrics |
+        awk '/^world_edge_http_requests_total\{/ && /a2a/ { n += $NF } END { print n + 0 }'
+}
+declare -A before
+for id in $edge_ids; do before[$id]=$(a2a_count "$id"); done
+
+say "A2A tasks/send ×$calls to tools.echo"
+for i in $(seq 1 "$calls"); do
+    trace_id=$(printf '%016x%016x' "$((RANDOM * 32768 + RANDOM + 1))" "$((RANDOM * 32768 + RANDOM + 1))")
+    traceparent=$(printf '00-%s-%016x-01' "$trace_id" "$((RANDOM + 1))")
+    echo "$trace_id" >>"$work/sent-traces"
+    body=$(printf '{"jsonrpc":"2.0","id":%d,"method":"tasks/send","params":{"id":"compose-%s-%d","metadata":{"skill_id":"tools.echo"},"message":{"role":"user","parts":[{"type":"data","data":{"n":%d}}]}}}' \
+        "$i" "$run_id" "$i" "$i")
+    reply=$(curl -sS --max-time 30 -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+        -H "traceparent: $traceparent" -d "$body" "$url/a2a/") || fail "call $i: no reply"
+    python3 - "$reply" "$i" <<'PY' || fail "call $i: unexpected reply: $reply"
+import json, sys
+reply, n = json.loads(sys.argv[1]), int(sys.argv[2])
+result = reply["result"]
+assert result["status"]["state"] == "completed", result["status"]
+text = json.dumps(result)
+assert '"echo"' in text and f'"n": {n}' in text, "the artifact does not echo the input"
+PY
+done
+say "all $calls calls completed with the echoed input"
+
+served=0
+for id in $edge_ids; do
+    delta=$(($(a2a_count "$id") - ${before[$id]}))
+    say "  edge ${id:0:12}: $delta A2A request(s)"
+    [ "$delta" -gt 0 ] && served=$((served + 1))
+done
+[ "$served" -ge 2 ] || fail "the proxy sent every call to one edge replica"
+say "calls spread over $served of $edges edge replicas"
+
+# --- traces -------------------------------------------------------------------
+# The receiver answers Jaeger's /api/traces; the query runs inside the
+# network (from the proxy container), exactly as it would against Jaeger.
+traces() { compose exec -T proxy curl -fsS "http://jaeger:16686/api/traces?service=$1&limit=1000"; }
+check_traces() {
+    traces world-core >"$work/core-traces.json" && python3 - "$work/core-traces.json" "$work/sent-traces" "$@" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))["data"]
+sent = set(open(sys.argv[2]).read().split())
+require_edge = sys.argv[3] == "1"
+invocation = {"rpc.server", "invoke", "capsule.run"}
+core_traces = joint = admitted = from_client = edge_spans = 0
+for trace in data:
+    services = {pid: p["serviceName"] for pid, p in trace["processes"].items()}
+    spans = [(services[s["processID"]], s["operationName"]) for s in trace["spans"]]
+    core_ops = {op for svc, op in spans if svc == "world-core"}
+    edge = [op for svc, op in spans if svc == "world-edge"]
+    edge_spans += len(edge)
+    admitted += "admit" in core_ops
+    if invocation <= core_ops:
+        core_traces += 1
+        joint += bool(edge)
+        from_client += trace["traceID"] in sent
+print(f"core-invocation-traces={core_traces} with-admit={admitted} edge+core-traces={joint} "
+      f"edge-spans={edge_spans} continuing-client-traceparent={from_client}")
+calls = len(sent)
+ok = core_traces >= calls and admitted > 0 and (joint >= calls or (not require_edge and edge_spans == 0))
+sys.exit(0 if ok else 1)
+PY
+}
+require_edge=${WORLD_COMPOSE_REQUIRE_EDGE_SPANS:-0}
+say "waiting for traces at the receiver"
+until=$((SECONDS + 60))
+until check_traces "$require_edge" >"$work/trace-check.txt" 2>&1; do
+    [ "$SECONDS" -lt "$until" ] || { cat "$work/trace-check.txt" >&2; fail "the traces did not reach the receiver as expected"; }
+    sleep 2
+done
+say "traces: $(cat "$work/trace-check.txt")"
+if grep -q 'edge-spans=0' "$work/trace-check.txt"; then
+    say "NOTE: the edge exported no spans; only the core's spans were asserted"
+fi
