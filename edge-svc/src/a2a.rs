@@ -1,137 +1,449 @@
-//! `POST /a2a/`: A2A JSON-RPC (reference-edge §5). Every answer is HTTP 200.
+//! `POST /a2a/`: A2A JSON-RPC `tasks/send` and its `message/send` alias (reference-edge §5;
+//! DESIGN "Edge"). Every answer is HTTP 200.
 //!
-//! Implemented so far: the session check before the body is read (§5.2 steps 2–3), the 1 MiB
-//! decoder-bounded envelope, the `jsonrpc` and method checks (steps 4–6). `tasks/send` and its
-//! `message/send` alias answer "transition invocation is not available in this daemon", which
-//! is the reference's answer of a daemon without a coordinator; [`send`] is where the params
-//! checks and the core's `Invocation.Invoke` go.
+//! The checks run in the reference's order (§5.2): one deadline for the whole request, the
+//! session before the body is read, the 1 MiB decoder-bounded envelope, `jsonrpc`, the method,
+//! the params shape, the skill against the session's fresh surface, the invocation service,
+//! the part shape and the optional `transition_fn` pin; then the core's `Invocation.Invoke`
+//! decides the rest, and [`wire::a2a_failure`] words every failure with the seed's table.
 
 use axum::body::Body;
 use axum::response::Response;
 use http::HeaderMap;
-use serde_json::Value;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::time::Instant;
 use world_model::failure::{A2A_INVALID_REQUEST, A2A_METHOD_NOT_FOUND};
-use world_model::{Failure, FailureCode};
+use world_model::{Failure, FailureCode, HashRef, canonicalize};
 use world_proto::v1 as pb;
 
 use crate::body::{A2A_LIMIT, read_prefix};
 use crate::core::CoreClient;
-use crate::session;
+use crate::json::{self, DecodeError, compact_raw, go_fields, go_members, go_string, is_null, member};
+use crate::limits::Limits;
+use crate::session::{self, Forwarded};
 use crate::wire;
 
 /// The methods that invoke a transition: the legacy `tasks/send` and DESIGN's alias.
 pub const SEND_METHODS: [&str; 2] = ["tasks/send", "message/send"];
 
 /// A JSON-RPC request that passed the envelope checks.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug)]
 pub struct Envelope {
-    /// Echoed as sent; `null` when absent.
-    pub id: Value,
+    /// Echoed as sent (compacted, as Go re-encodes a raw message); `null` when absent.
+    pub id: Box<RawValue>,
     pub method: String,
-    pub params: Option<Value>,
+    pub params: Option<Box<RawValue>>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug)]
 pub enum EnvelopeError {
     /// Not one decodable JSON-RPC object: answered with id `null`.
     Undecodable,
     /// `jsonrpc` is not `"2.0"`: answered with the request's id.
-    NotVersion2 { id: Value },
+    NotVersion2 { id: Box<RawValue> },
 }
 
 /// Go decodes the first JSON value into `{jsonrpc, id, method, params}`; trailing bytes are not
-/// examined. A string field holding `null` stays empty; any other type is a decode error.
+/// examined. Keys match case-insensitively, a string field holding `null` stays empty, and any
+/// other type is a decode error.
 pub fn parse_envelope(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
-    let first = serde_json::Deserializer::from_slice(bytes).into_iter::<Value>().next();
-    let object = match first {
-        Some(Ok(Value::Object(object))) => object,
-        // Go decodes `null` into the struct as a no-op: every field stays empty.
-        Some(Ok(Value::Null)) => serde_json::Map::new(),
-        _ => return Err(EnvelopeError::Undecodable),
+    let first = serde_json::Deserializer::from_slice(bytes).into_iter::<&RawValue>().next();
+    let Some(Ok(value)) = first else {
+        return Err(EnvelopeError::Undecodable);
     };
-    let text = |key: &str| match object.get(key) {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(text)) => Ok(text.clone()),
-        Some(_) => Err(EnvelopeError::Undecodable),
-    };
-    let jsonrpc = text("jsonrpc")?;
-    let method = text("method")?;
-    let id = object.get("id").cloned().unwrap_or(Value::Null);
+    let fields = go_fields(value, ["jsonrpc", "id", "method", "params"]).map_err(|_| EnvelopeError::Undecodable)?;
+    // Go decodes `null` into the struct as a no-op: every field stays empty.
+    let [jsonrpc, id, method, params] = fields.unwrap_or_default();
+    let jsonrpc = go_string(jsonrpc).map_err(|_| EnvelopeError::Undecodable)?;
+    let method = go_string(method).map_err(|_| EnvelopeError::Undecodable)?;
+    let id = id.map(compact_raw).unwrap_or_else(|| RawValue::NULL.to_owned());
     if jsonrpc != "2.0" {
         return Err(EnvelopeError::NotVersion2 { id });
     }
-    Ok(Envelope { id, method, params: object.get("params").cloned() })
+    Ok(Envelope { id, method, params: params.map(ToOwned::to_owned) })
 }
 
-pub async fn handle(core: &CoreClient, headers: &HeaderMap, body: Body) -> Response {
+/// `tasks/send` params as the reference decodes them (§5.2 step 7):
+/// `{id, message:{role, parts:[{type, text, data}]}, metadata}`.
+#[derive(Debug, Default)]
+pub struct Params<'a> {
+    pub id: String,
+    pub parts: Vec<Part<'a>>,
+    /// `None` when absent or `null` (a nil Go map).
+    pub metadata: Option<Vec<(String, &'a RawValue)>>,
+}
+
+#[derive(Debug, Default)]
+pub struct Part<'a> {
+    pub kind: String,
+    /// Only an object can be here; `None` for absent or `null`.
+    pub data: Option<&'a RawValue>,
+}
+
+/// Step 7. Absent params are a decode error, as unmarshalling an empty raw message is in Go;
+/// `null` params decode to all-empty fields.
+pub fn parse_params(raw: Option<&RawValue>) -> Result<Params<'_>, DecodeError> {
+    let raw = raw.ok_or(DecodeError::Type { expected: "object", found: "nothing" })?;
+    let Some([id, message, metadata]) = go_fields(raw, ["id", "message", "metadata"])? else {
+        return Ok(Params::default());
+    };
+    let mut params = Params { id: go_string(id)?, ..Params::default() };
+    if let Some(message) = message
+        && let Some([role, parts]) = go_fields(message, ["role", "parts"])?
+    {
+        go_string(role)?;
+        if let Some(parts) = parts.filter(|parts| !is_null(parts)) {
+            let parts: Vec<&RawValue> = match json::kind(parts) {
+                "array" => serde_json::from_str(parts.get())?,
+                found => return Err(DecodeError::Type { expected: "array", found }),
+            };
+            for part in parts {
+                let Some([kind, text, data]) = go_fields(part, ["type", "text", "data"])? else {
+                    params.parts.push(Part::default());
+                    continue;
+                };
+                go_string(text)?;
+                let data = match data {
+                    Some(data) if json::kind(data) == "object" => Some(data),
+                    Some(data) if is_null(data) => None,
+                    None => None,
+                    Some(data) => return Err(DecodeError::Type { expected: "object", found: json::kind(data) }),
+                };
+                params.parts.push(Part { kind: go_string(kind)?, data });
+            }
+        }
+    }
+    if let Some(metadata) = metadata {
+        params.metadata = go_members(metadata)?;
+    }
+    Ok(params)
+}
+
+impl<'a> Params<'a> {
+    fn metadata(&self, key: &str) -> Option<&'a RawValue> {
+        self.metadata.as_deref().and_then(|members| member(members, key))
+    }
+
+    /// Step 8: `metadata.skill_id` when it is a string, else the empty skill.
+    pub fn skill(&self) -> String {
+        self.metadata("skill_id").and_then(|raw| serde_json::from_str::<String>(raw.get()).ok()).unwrap_or_default()
+    }
+
+    /// Steps 12–13: the one data part's object and the optional pin, or `None` when either is
+    /// malformed (both are `invalid params`).
+    pub fn call(&self) -> Option<(&'a RawValue, Option<HashRef>)> {
+        let [part] = self.parts.as_slice() else { return None };
+        if part.kind != "data" {
+            return None;
+        }
+        let data = part.data?;
+        let pin = match self.metadata("transition_fn") {
+            None => None,
+            Some(raw) => {
+                let text: String = serde_json::from_str(raw.get()).ok()?;
+                Some(HashRef::parse(&text).ok()?)
+            }
+        };
+        Some((data, pin))
+    }
+}
+
+pub async fn handle(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: Body) -> Response {
+    // Step 1: one deadline for the whole request, admission included.
+    let deadline = Instant::now() + limits.request_deadline;
+    let null = RawValue::NULL;
     let credential = match session::precheck(headers) {
         Ok(credential) => credential,
-        Err(denial) => return wire::a2a_failure(&Failure::from(denial), &Value::Null),
+        Err(denial) => return wire::a2a_failure(&Failure::from(denial), null),
     };
-    let admitted = match core.admit(&credential).await {
-        Ok(admitted) => admitted,
-        Err(failure) => return wire::a2a_failure(&failure, &Value::Null),
+    let admitted = match tokio::time::timeout_at(deadline, core.admit(&credential)).await {
+        Ok(Ok(admitted)) => admitted,
+        Ok(Err(failure)) => return wire::a2a_failure(&failure, null),
+        // A session lookup that outlived the request is the not-available row (§2.2).
+        Err(_) => return wire::a2a_failure(&Failure::of(FailureCode::Timeout), null),
     };
-    let invalid_request = |id: &Value| wire::a2a_error(A2A_INVALID_REQUEST.0, A2A_INVALID_REQUEST.1, id);
+    let invalid_request = |id: &RawValue| wire::a2a_error(A2A_INVALID_REQUEST.0, A2A_INVALID_REQUEST.1, id);
     let Ok(bytes) = read_prefix(body, A2A_LIMIT).await else {
-        return invalid_request(&Value::Null);
+        return invalid_request(null);
     };
     let envelope = match parse_envelope(&bytes) {
         Ok(envelope) => envelope,
-        Err(EnvelopeError::Undecodable) => return invalid_request(&Value::Null),
+        Err(EnvelopeError::Undecodable) => return invalid_request(null),
         Err(EnvelopeError::NotVersion2 { id }) => return invalid_request(&id),
     };
     if !SEND_METHODS.contains(&envelope.method.as_str()) {
         return wire::a2a_error(A2A_METHOD_NOT_FOUND.0, A2A_METHOD_NOT_FOUND.1, &envelope.id);
     }
-    send(&admitted, &envelope)
+    send(core, &credential, &admitted, &envelope, deadline).await
 }
 
-/// One `tasks/send`. There is no coordinator behind this edge yet, so the answer is the
-/// reference's not-available row, logged like the reference's refusal line.
-fn send(_admitted: &pb::Admitted, envelope: &Envelope) -> Response {
-    tracing::info!(method = %envelope.method, "a2a refusal: no invocation service behind this edge");
-    wire::a2a_failure(&Failure::of(FailureCode::Unavailable), &envelope.id)
+/// Steps 7–15 of one `tasks/send`.
+async fn send(
+    core: &CoreClient,
+    credential: &Forwarded,
+    admitted: &pb::Admitted,
+    envelope: &Envelope,
+    deadline: Instant,
+) -> Response {
+    let id: &RawValue = &envelope.id;
+    let Ok(params) = parse_params(envelope.params.as_deref()) else {
+        return wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id);
+    };
+    // Steps 9–10: the surface was admitted fresh for this request; unknown, invisible and
+    // ungranted skills are one answer.
+    let skill = params.skill();
+    if !admitted.surface.iter().any(|descriptor| descriptor.id == skill) {
+        return wire::a2a_failure(&Failure::of(FailureCode::NotAuthorized), id);
+    }
+    let Some((data, pin)) = params.call() else {
+        // Step 11 comes before the part checks: a core that cannot invoke at all says so
+        // first, so ask it before blaming the parts.
+        let can_invoke = matches!(
+            tokio::time::timeout_at(deadline, core.health()).await,
+            Ok(Ok(health)) if health.coordinator
+        );
+        let code = if can_invoke { FailureCode::InvalidParams } else { FailureCode::Unavailable };
+        return wire::a2a_failure(&Failure::of(code), id);
+    };
+    let request = pb::InvokeRequest {
+        surface: "a2a".into(),
+        transition_id: skill,
+        task_id: params.id.clone(),
+        arguments: data.get().as_bytes().to_vec(),
+        transition_fn: pin.map(|pin| pin.to_string()).unwrap_or_default(),
+    };
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    if remaining.is_zero() {
+        return wire::a2a_failure(&Failure::of(FailureCode::Deadline), id);
+    }
+    match core.invoke(credential, request, remaining).await {
+        Ok(invoked) => match task(&params.id, &invoked) {
+            Ok(body) => wire::a2a_ok(&body, id),
+            Err(failure) => wire::a2a_failure(&failure, id),
+        },
+        Err(failure) => wire::a2a_failure(&failure, id),
+    }
+}
+
+// The reference encodes the task as a Go map, so each struct below is declared in bytewise
+// key order.
+
+#[derive(Serialize)]
+pub struct Task<'a> {
+    pub artifacts: [Artifact; 1],
+    pub id: &'a str,
+    pub metadata: TaskMetadata<'a>,
+    pub status: TaskStatus,
+}
+
+#[derive(Serialize)]
+pub struct Artifact {
+    pub parts: [DataPart; 1],
+}
+
+#[derive(Serialize)]
+pub struct DataPart {
+    pub data: Box<RawValue>,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+}
+
+#[derive(Serialize)]
+pub struct TaskMetadata<'a> {
+    pub entry_index: i64,
+    pub invocation_id: &'a str,
+    pub world_ref: &'a str,
+}
+
+#[derive(Serialize)]
+pub struct TaskStatus {
+    pub state: &'static str,
+}
+
+/// Step 15 (§5.4): the output object re-encoded with sorted keys, as the reference's map is.
+pub fn task<'a>(task_id: &'a str, invoked: &'a pb::Invoked) -> Result<Task<'a>, Failure> {
+    Ok(Task {
+        artifacts: [Artifact { parts: [DataPart { data: sorted_output(&invoked.output)?, kind: "data" }] }],
+        id: task_id,
+        metadata: TaskMetadata {
+            entry_index: invoked.entry_index,
+            invocation_id: &invoked.invocation_id,
+            world_ref: &invoked.world_ref,
+        },
+        status: TaskStatus { state: "completed" },
+    })
+}
+
+/// The reference decodes the output into a Go map and encodes it again: keys sorted, strings
+/// HTML-escaped. Numbers keep their exact decimal value in the project's canonical form rather
+/// than passing through float64 (DESIGN "Deliberate differences" 1).
+fn sorted_output(output: &[u8]) -> Result<Box<RawValue>, Failure> {
+    let sorted = match canonicalize(output, output.len()) {
+        Ok(canonical) => json::compact(&canonical),
+        // The canonical parser refuses duplicate members; a map keeps the last of each.
+        Err(_) => match serde_json::from_slice::<serde_json::Value>(output) {
+            Ok(value @ serde_json::Value::Object(_)) => json::marshal(&value),
+            _ => return Err(Failure::of(FailureCode::OutputNotObject)),
+        },
+    };
+    String::from_utf8(sorted)
+        .ok()
+        .and_then(|text| RawValue::from_string(text).ok())
+        .ok_or_else(|| Failure::of(FailureCode::OutputNotObject))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use serde_json::json;
+
+    fn envelope_row(body: &str) -> String {
+        match parse_envelope(body.as_bytes()) {
+            Ok(e) => {
+                format!("ok id={} method={} params={:?}", e.id.get(), e.method, e.params.map(|p| p.get().to_owned()))
+            }
+            Err(EnvelopeError::Undecodable) => "undecodable".to_owned(),
+            Err(EnvelopeError::NotVersion2 { id }) => format!("not2 id={}", id.get()),
+        }
+    }
 
     #[test]
     fn envelope_rules() {
-        let ok = |id: Value, method: &str| Ok(Envelope { id, method: method.into(), params: None });
-        let table: &[(&str, Result<Envelope, EnvelopeError>)] = &[
-            (r#"{"jsonrpc":"2.0","id":1,"method":"tasks/send"}"#, ok(json!(1), "tasks/send")),
-            (r#"{"jsonrpc":"2.0","method":"x"}"#, ok(Value::Null, "x")),
-            (r#"{"jsonrpc":"2.0","id":"a","method":null}"#, ok(json!("a"), "")),
+        let table: &[(&str, &str)] = &[
+            (r#"{"jsonrpc":"2.0","id":1,"method":"tasks/send"}"#, "ok id=1 method=tasks/send params=None"),
+            (r#"{"jsonrpc":"2.0","method":"x"}"#, "ok id=null method=x params=None"),
+            (r#"{"jsonrpc":"2.0","id":"a","method":null}"#, "ok id=\"a\" method= params=None"),
             // Only the first value is decoded.
-            (r#"{"jsonrpc":"2.0","id":2,"method":"m"} trailing garbage"#, ok(json!(2), "m")),
-            (r#"{"jsonrpc":"1.0","id":3}"#, Err(EnvelopeError::NotVersion2 { id: json!(3) })),
-            (r#"{"id":4}"#, Err(EnvelopeError::NotVersion2 { id: json!(4) })),
-            ("null", Err(EnvelopeError::NotVersion2 { id: Value::Null })),
-            (r#"{"jsonrpc":2,"id":5}"#, Err(EnvelopeError::Undecodable)),
-            (r#"{"jsonrpc":"2.0","method":7}"#, Err(EnvelopeError::Undecodable)),
-            ("[]", Err(EnvelopeError::Undecodable)),
-            ("", Err(EnvelopeError::Undecodable)),
-            ("{", Err(EnvelopeError::Undecodable)),
-            ("\"2.0\"", Err(EnvelopeError::Undecodable)),
+            (r#"{"jsonrpc":"2.0","id":2,"method":"m"} trailing garbage"#, "ok id=2 method=m params=None"),
+            // Go matches field names case-insensitively and re-encodes a raw id compactly.
+            (r#"{"JSONRPC":"2.0","Id":[1, 2],"METHOD":"m"}"#, "ok id=[1,2] method=m params=None"),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}"#,
+                "ok id=1 method=m params=Some(\"{\\\"a\\\":1}\")",
+            ),
+            (r#"{"jsonrpc":"1.0","id":3}"#, "not2 id=3"),
+            (r#"{"id":4}"#, "not2 id=4"),
+            ("null", "not2 id=null"),
+            (r#"{"jsonrpc":2,"id":5}"#, "undecodable"),
+            (r#"{"jsonrpc":"2.0","method":7}"#, "undecodable"),
+            ("[]", "undecodable"),
+            ("", "undecodable"),
+            ("{", "undecodable"),
+            ("\"2.0\"", "undecodable"),
         ];
         for (body, want) in table {
-            assert_eq!(&parse_envelope(body.as_bytes()), want, "{body}");
+            assert_eq!(envelope_row(body), *want, "{body}");
         }
-        let with_params = parse_envelope(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}"#).unwrap();
-        assert_eq!(with_params.params, Some(json!({"a": 1})));
+    }
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn params_follow_the_reference_decode_and_part_rules() {
+        // (params, decodes, skill, call is well formed)
+        let table: &[(Option<&str>, bool, &str, bool)] = &[
+            (None, false, "", false),
+            (Some("null"), true, "", false),
+            (Some("[]"), false, "", false),
+            (
+                Some(
+                    r#"{"id":"t","metadata":{"skill_id":"a.b"},"message":{"role":"user","parts":[{"type":"data","data":{}}]}}"#,
+                ),
+                true,
+                "a.b",
+                true,
+            ),
+            (
+                Some(r#"{"metadata":{"skill_id":7},"message":{"parts":[{"type":"data","data":{"x":1}}]}}"#),
+                true,
+                "",
+                true,
+            ),
+            // A wrongly typed data fails the decode itself (step 7), before the skill check.
+            (Some(r#"{"message":{"parts":[{"type":"data","data":[1]}]}}"#), false, "", false),
+            (Some(r#"{"message":{"parts":[{"type":"data","data":"x"}]}}"#), false, "", false),
+            (Some(r#"{"id":1}"#), false, "", false),
+            (Some(r#"{"metadata":[]}"#), false, "", false),
+            (Some(r#"{"message":{"parts":{}}}"#), false, "", false),
+            (Some(r#"{"message":{"parts":[{"type":"text","text":5}]}}"#), false, "", false),
+            // Shape faults that decode: checked at step 12.
+            (Some(r#"{"message":{"parts":[{"type":"text","text":"hi"}]}}"#), true, "", false),
+            (Some(r#"{"message":{"parts":[{"type":"data","data":{}},{"type":"data","data":{}}]}}"#), true, "", false),
+            (Some(r#"{"message":{"parts":[{"type":"data","data":null}]}}"#), true, "", false),
+            (Some(r#"{"message":{"parts":[null]}}"#), true, "", false),
+            (Some(r#"{"message":{"parts":[]}}"#), true, "", false),
+            (Some(r#"{"message":{"Parts":[{"TYPE":"data","Data":{}}]}}"#), true, "", true),
+            // The pin: a string holding a valid ref, when present at all.
+            (
+                Some(r#"{"metadata":{"transition_fn":"nope"},"message":{"parts":[{"type":"data","data":{}}]}}"#),
+                true,
+                "",
+                false,
+            ),
+            (
+                Some(r#"{"metadata":{"transition_fn":null},"message":{"parts":[{"type":"data","data":{}}]}}"#),
+                true,
+                "",
+                false,
+            ),
+        ];
+        for (params, decodes, skill, well_formed) in table {
+            let params_raw = params.map(raw);
+            let parsed = parse_params(params_raw.as_deref());
+            assert_eq!(parsed.is_ok(), *decodes, "{params:?}");
+            if let Ok(parsed) = parsed {
+                assert_eq!(parsed.skill(), *skill, "{params:?}");
+                assert_eq!(parsed.call().is_some(), *well_formed, "{params:?}");
+            }
+        }
+        let pin = HashRef::of(b"x");
+        let text = format!(
+            r#"{{"metadata":{{"transition_fn":"{pin}"}},"message":{{"parts":[{{"type":"data","data":{{"a": 1}}}}]}}}}"#
+        );
+        let params_raw = raw(&text);
+        let parsed = parse_params(Some(&params_raw)).unwrap();
+        let (data, got) = parsed.call().unwrap();
+        assert_eq!((data.get(), got), (r#"{"a": 1}"#, Some(pin)));
+    }
+
+    #[test]
+    fn the_task_is_sorted_and_go_encoded() {
+        let invoked = pb::Invoked {
+            output: br#"{"z":1.50,"a":{"y":"<b>","b":[1e2]}}"#.to_vec(),
+            invocation_id: "a2a:ep1:t-1".into(),
+            world_ref: "sha256:00".into(),
+            entry_index: 3,
+            task_id: "t-1".into(),
+            reconciled: false,
+        };
+        let body = json::marshal(&task("t-1", &invoked).unwrap());
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            r#"{"artifacts":[{"parts":[{"data":{"a":{"b":[100],"y":"\u003cb\u003e"},"z":1.5},"type":"data"}]}],"id":"t-1","metadata":{"entry_index":3,"invocation_id":"a2a:ep1:t-1","world_ref":"sha256:00"},"status":{"state":"completed"}}"#
+        );
+        let duplicated = pb::Invoked { output: br#"{"b":1,"a":2,"b":3}"#.to_vec(), ..invoked };
+        let body = json::marshal(&task("t-1", &duplicated).unwrap());
+        assert!(String::from_utf8(body).unwrap().contains(r#""data":{"a":2,"b":3}"#));
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
         #[test]
-        fn envelope_parsing_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
-            let _ = parse_envelope(&bytes);
+        fn envelope_and_params_parsing_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+            if let Ok(envelope) = parse_envelope(&bytes) {
+                let _ = parse_params(envelope.params.as_deref()).map(|p| (p.skill(), p.call().is_some()));
+            }
+        }
+
+        #[test]
+        fn params_parsing_never_panics_on_jsonish_text(text in r#"[\[\]{}",:0-9a-z ]{0,64}"#) {
+            if let Ok(value) = RawValue::from_string(text) {
+                let _ = parse_params(Some(&value)).map(|p| (p.skill(), p.call().is_some()));
+            }
         }
     }
 }

@@ -1,6 +1,9 @@
 //! `world-edge` flags; each can also be set by the `WORLD_*` variable `--help` names.
 
 use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::limits::{Limits, parse_duration};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -29,6 +32,30 @@ pub struct EdgeArgs {
     /// Log line format on stderr.
     #[arg(long, env = "WORLD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
+    /// The aggregate deadline of one POST to /mcp/ or /a2a/ (e.g. 20s, 500ms).
+    #[arg(long, env = "WORLD_REQUEST_DEADLINE", value_parser = parse_duration, default_value = "20s")]
+    pub request_deadline: Duration,
+    /// MCP host callbacks (admission, each tools/call) running at once on this edge.
+    #[arg(long, env = "WORLD_CALLBACK_SLOTS", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub callback_slots: u16,
+    /// How long one MCP host callback may run.
+    #[arg(long, env = "WORLD_CALLBACK_TIMEOUT", value_parser = parse_duration, default_value = "20s")]
+    pub callback_timeout: Duration,
+    /// How long an MCP host callback waits for a free slot before it is refused with
+    /// "host callback capacity exceeded".
+    #[arg(long, env = "WORLD_CALLBACK_SLOT_WAIT", value_parser = parse_duration, default_value = "20s")]
+    pub callback_slot_wait: Duration,
+}
+
+impl EdgeArgs {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            request_deadline: self.request_deadline,
+            callback_slots: usize::from(self.callback_slots),
+            callback_timeout: self.callback_timeout,
+            callback_slot_wait: self.callback_slot_wait,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -51,6 +78,20 @@ mod tests {
         assert_eq!(args.core, ["http://a:1", "http://b:2", "http://c:3"]);
         assert_eq!(args.listen.port(), 0);
         assert_eq!(args.log_format, LogFormat::Human);
+        assert_eq!(args.limits(), Limits::default());
+        let sized = EdgeArgs::try_parse_from([
+            "world-edge",
+            "--core",
+            "http://a:1",
+            "--callback-slots",
+            "2",
+            "--callback-slot-wait",
+            "250ms",
+        ])
+        .unwrap();
+        assert_eq!(sized.limits().callback_slots, 2);
+        assert_eq!(sized.limits().callback_slot_wait, Duration::from_millis(250));
+        assert!(EdgeArgs::try_parse_from(["world-edge", "--core", "http://a:1", "--callback-slots", "0"]).is_err());
         assert!(EdgeArgs::try_parse_from(["world-edge", "--core", "http://a:1", "--log-format", "xml"]).is_err());
     }
 }

@@ -17,6 +17,7 @@ use tonic::{Code, Request, Response, Status};
 use world_model::{Failure, FailureCode, HashRef};
 use world_proto::v1 as pb;
 use world_proto::v1::admission_client::AdmissionClient;
+use world_proto::v1::invocation_client::InvocationClient;
 use world_proto::v1::store_client::StoreClient;
 
 use crate::session::Forwarded;
@@ -64,6 +65,9 @@ pub enum LostReply {
     Retryable,
     /// A commit: it may have landed, so the caller is told to reconcile first.
     Uncertain,
+    /// An invocation: it may have run, so it is never repeated here; a lost deadline is the
+    /// invocation's own deadline, which each wire words as such.
+    Invocation,
 }
 
 impl CoreClient {
@@ -135,7 +139,7 @@ impl CoreClient {
         // replica being down costs no failed request. A commit is never repeated here.
         let attempts = match lost {
             LostReply::Retryable => self.channels.len(),
-            LostReply::Uncertain => 1,
+            LostReply::Uncertain | LostReply::Invocation => 1,
         };
         let calls = async {
             let mut unreachable = Status::unavailable("no world-core channel");
@@ -361,6 +365,28 @@ impl CoreClient {
         }
     }
 
+    /// One call of a published transition under `timeout`. It is sent once: the core may have
+    /// run it even when the reply is lost, and only an A2A task id makes a resend safe, which
+    /// is the caller's decision.
+    pub async fn invoke(
+        &self,
+        credential: &Forwarded,
+        message: pb::InvokeRequest,
+        timeout: Duration,
+    ) -> Result<pb::Invoked, Failure> {
+        use pb::invoke_reply::Outcome;
+        let reply = self
+            .unary("invoke", Some(credential), timeout, LostReply::Invocation, message, |channel, request| async move {
+                InvocationClient::new(channel).invoke(request).await
+            })
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Invoked(invoked)) => Ok(invoked),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("invoke")),
+        }
+    }
+
     /// The compare-and-append commit. A reply that never arrives comes back as
     /// `CommitUncertain`, since the commit may have landed; the caller words the reconcile
     /// instructions, as only it knows the entry and the invocation id.
@@ -409,6 +435,8 @@ fn empty_reply(what: &'static str) -> Failure {
 fn lost_failure(lost: LostReply, code: FailureCode, message: &str) -> Failure {
     match lost {
         LostReply::Retryable => Failure::new(code, message),
+        LostReply::Invocation if code == FailureCode::Timeout => Failure::new(FailureCode::Deadline, message),
+        LostReply::Invocation => Failure::new(code, message),
         // The caller replaces the message with its reconcile instructions.
         LostReply::Uncertain => Failure::of(FailureCode::CommitUncertain),
     }
@@ -472,5 +500,10 @@ mod tests {
             status_failure("x", &Status::deadline_exceeded("t"), LostReply::Retryable).code,
             FailureCode::Timeout
         );
+        assert_eq!(
+            status_failure("x", &Status::deadline_exceeded("t"), LostReply::Invocation).code,
+            FailureCode::Deadline
+        );
+        assert_eq!(status_failure("x", &status, LostReply::Invocation).code, FailureCode::Unavailable);
     }
 }

@@ -9,10 +9,12 @@
 
 pub mod a2a;
 pub mod body;
+pub mod callback;
 pub mod card;
 pub mod cli;
 pub mod core;
 pub mod json;
+pub mod limits;
 pub mod mcp;
 pub mod metrics;
 pub mod query;
@@ -24,4 +26,5 @@ pub mod wire;
 
 pub use cli::{EdgeArgs, LogFormat};
 pub use core::{CoreClient, CoreUrlError};
+pub use limits::Limits;
 pub use server::{AppState, ServeError, app, serve};

@@ -1,27 +1,55 @@
 //! `POST /mcp/`: MCP streamable HTTP (reference-edge §6, §7; DESIGN "Edge").
 //!
-//! Implemented so far, in DESIGN's order: Authorization first (every denial is the 401
-//! text/plain), admission (a failure is the whole-POST envelope), Origin (403 when present and
-//! not allowed), the 4 MiB body cap. The methods are not served yet: every message is answered
-//! `-32601 method not found`; [`dispatch`] is where Content-Type, Accept,
-//! MCP-Protocol-Version, batches and the methods go.
+//! The checks run in DESIGN's order: Authorization first (every denial is the 401
+//! text/plain), admission and the tool surface (a host callback; a failure is the whole-POST
+//! envelope), Origin (403 when present and not allowed), the 4 MiB body cap, Content-Type,
+//! Accept, MCP-Protocol-Version, the batch rules, then each message. Replies are one SSE event;
+//! JSON-RPC errors of a message (unknown method, unknown tool, bad params) travel inside it,
+//! while any failed host callback answers the whole POST with the frozen envelope.
+//!
+//! The endpoint is stateless, as the reference's: no `Mcp-Session-Id`, `initialize` is not
+//! required first, and every POST admits the session afresh.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::Response;
-use http::header::ORIGIN;
+use http::header::{ACCEPT, CONTENT_TYPE, ORIGIN};
 use http::{HeaderMap, StatusCode};
-use serde_json::Value;
-use world_model::go_quote;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::time::Instant;
+use world_model::{Failure, FailureCode, McpNameError, escape_surface, go_quote, unescape};
 use world_proto::v1 as pb;
 
 use crate::body::{MCP_LIMIT, read_capped};
+use crate::callback::{CallbackError, Callbacks};
+use crate::card::{CARD_NAME, CARD_VERSION};
 use crate::core::CoreClient;
-use crate::session;
+use crate::json::{self, compact_raw, go_fields, go_members, go_string};
+use crate::server::AppState;
+use crate::session::{self, Forwarded};
 use crate::wire;
 
 /// The whole-POST message for a body over the cap or unreadable (reference-edge §6.3 step 1).
 pub const INVALID_BODY: &str = "invalid MCP request body";
 pub const ORIGIN_REFUSED: &str = "Origin is not allowed";
+/// Newest first; 2026-07-28 is deliberately absent, as in the reference (§6.1).
+pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+/// Assumed when the header is absent or empty; the only version that allows batches.
+pub const DEFAULT_VERSION: &str = "2025-03-26";
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
+
+/// How long an invocation's reply may take beyond the moment its caller stops waiting, so
+/// the core's own typed deadline answer arrives, and its subprocess ends, while the slot is
+/// still held.
+const INVOKE_GRACE: Duration = Duration::from_secs(2);
 
 /// Which browser origins may call `/mcp/` (MCP's DNS-rebinding defence). Loopback origins are
 /// always allowed, since a local client is the common case and rebinding attacks arrive from
@@ -72,54 +100,483 @@ fn is_port(text: &str) -> bool {
         .is_some_and(|port| !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()))
 }
 
-pub async fn handle(core: &CoreClient, origins: &OriginPolicy, headers: &HeaderMap, body: Body) -> Response {
+pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Response {
+    let deadline = Instant::now() + state.limits.request_deadline;
+    let null = RawValue::NULL;
     let credential = match session::precheck(headers) {
         Ok(credential) => credential,
         Err(denial) => return wire::mcp_denial(denial),
     };
-    let admitted = match core.admit(&credential).await {
+    let admission = state
+        .callbacks
+        .run(deadline, |_| {
+            let (core, credential) = (state.core.clone(), credential.clone());
+            async move { core.admit(&credential).await }
+        })
+        .await;
+    let admitted = match admission {
         Ok(admitted) => admitted,
-        Err(failure) => return wire::mcp_failure(&failure, &Value::Null),
+        Err(error) => return wire::mcp_callback_failure(&error, null),
+    };
+    let tools = match tool_surface(&admitted.surface) {
+        Ok(tools) => tools,
+        Err(error) => {
+            // The reference's operator line; the caller sees only "host callback failed".
+            tracing::error!("mcp refusal: tools/list -: {:?}", error.to_string());
+            return wire::mcp_failure(&Failure::of(FailureCode::Unavailable), null);
+        }
     };
     if let Some(origin) = headers.get(ORIGIN) {
         let origin = String::from_utf8_lossy(origin.as_bytes());
-        if !origins.allows(&origin) {
-            return wire::mcp_transport_error(StatusCode::FORBIDDEN, &Value::Null, -32600, ORIGIN_REFUSED);
+        if !state.origins.allows(&origin) {
+            return wire::mcp_transport_error(StatusCode::FORBIDDEN, null, INVALID_REQUEST, ORIGIN_REFUSED);
         }
     }
     let Ok(bytes) = read_capped(body, MCP_LIMIT).await else {
-        return wire::mcp_host_envelope(INVALID_BODY, &Value::Null);
+        return wire::mcp_host_envelope(INVALID_BODY, null);
     };
-    dispatch(&admitted, &bytes)
+    let post_id = top_level_id(&bytes);
+    let bad_request =
+        |message: &str| wire::mcp_transport_error(StatusCode::BAD_REQUEST, &post_id, INVALID_REQUEST, message);
+    if !content_type_is_json(headers) {
+        return bad_request("Content-Type must be application/json");
+    }
+    if !accepts_json_and_sse(headers) {
+        return bad_request("Accept must list both application/json and text/event-stream");
+    }
+    let version = match protocol_version(headers) {
+        Ok(version) => version,
+        Err(sent) => {
+            return bad_request(&format!(
+                "unsupported MCP-Protocol-Version {} (supported: {})",
+                go_quote(&sent),
+                SUPPORTED_VERSIONS.join(", ")
+            ));
+        }
+    };
+    let post = Post { core: &state.core, callbacks: &state.callbacks, credential, tools, deadline };
+    let body = bytes.trim_ascii();
+    if body.first() == Some(&b'[') { post.batch(version, body).await } else { post.single(body).await }
 }
 
-/// The top-level `id` and `method` of a single JSON-RPC object, for answering it; `null` and
-/// empty for anything else (arrays included), as mcphttp extracts the id.
-pub fn id_and_method(bytes: &[u8]) -> (Value, String) {
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(Value::Object(object)) => {
-            let method = match object.get("method") {
-                Some(Value::String(method)) => method.clone(),
-                _ => String::new(),
-            };
-            (object.get("id").cloned().unwrap_or(Value::Null), method)
-        }
-        _ => (Value::Null, String::new()),
+/// The top-level `id` of a body that is one JSON object, for answering the POST as a whole;
+/// `null` for anything else (arrays included), as mcphttp extracts it (§6.3 step 2).
+pub fn top_level_id(bytes: &[u8]) -> Box<RawValue> {
+    serde_json::from_slice::<&RawValue>(bytes)
+        .ok()
+        .and_then(|value| go_fields(value, ["id"]).ok().flatten())
+        .and_then(|[id]| id.map(compact_raw))
+        .unwrap_or_else(|| RawValue::NULL.to_owned())
+}
+
+/// A media type as Go's `mime.ParseMediaType` names it: lowercased, parameters dropped.
+fn media_type(value: &str) -> Option<String> {
+    let media = value.split(';').next()?.trim().to_ascii_lowercase();
+    (!media.is_empty()).then_some(media)
+}
+
+/// The first Content-Type (Go's `Header.Get`) must be `application/json`, parameters allowed.
+pub fn content_type_is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(media_type)
+        .is_some_and(|media| media == "application/json")
+}
+
+/// Across every Accept value both types must be listed literally: `*/*` and `application/*`
+/// do not count, and `q` is ignored (§6.3 step 5).
+pub fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+    let listed: Vec<String> = headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(media_type)
+        .collect();
+    ["application/json", "text/event-stream"].iter().all(|wanted| listed.iter().any(|media| media == wanted))
+}
+
+/// The effective protocol version, or the unsupported value as sent.
+pub fn protocol_version(headers: &HeaderMap) -> Result<&'static str, String> {
+    let Some(value) = headers.get("mcp-protocol-version") else {
+        return Ok(DEFAULT_VERSION);
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    if text.is_empty() {
+        return Ok(DEFAULT_VERSION);
+    }
+    SUPPORTED_VERSIONS.iter().find(|version| **version == text).copied().ok_or_else(|| text.into_owned())
+}
+
+/// One message of a POST, classified (§6.5).
+#[derive(Debug)]
+pub enum Message<'a> {
+    Request {
+        id: Box<RawValue>,
+        method: String,
+        params: Option<&'a RawValue>,
+    },
+    /// A notification or a response: accepted, answered with nothing.
+    Ignored,
+}
+
+/// Why a message aborts the POST: the 400 it is answered with.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub code: i64,
+    pub message: String,
+    /// The message's id as sent, `null` when absent or unreadable.
+    pub id: String,
+}
+
+impl Refused {
+    fn response(&self) -> Response {
+        let id = RawValue::from_string(self.id.clone()).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        wire::mcp_transport_error(StatusCode::BAD_REQUEST, &id, self.code, &self.message)
     }
 }
 
-/// No MCP method is served yet; answer each request so a client sees why.
-fn dispatch(_admitted: &pb::Admitted, bytes: &[u8]) -> Response {
-    let (id, method) = id_and_method(bytes);
-    let message = format!("method not found: {}", go_quote(&method));
-    wire::mcp_transport_error(StatusCode::OK, &id, -32601, &message)
+pub fn classify(raw: &[u8]) -> Result<Message<'_>, Refused> {
+    let invalid_json = |detail: String| Refused {
+        code: PARSE_ERROR,
+        message: format!("invalid JSON: {detail}"),
+        id: "null".to_owned(),
+    };
+    if raw.trim_ascii().is_empty() {
+        // Go's own words for an empty document.
+        return Err(invalid_json("unexpected end of JSON input".to_owned()));
+    }
+    let value = serde_json::from_slice::<&RawValue>(raw).map_err(|error| invalid_json(error.to_string()))?;
+    let fields = go_fields(value, ["jsonrpc", "id", "method", "params", "result", "error"])
+        .map_err(|error| invalid_json(error.to_string()))?;
+    // `null` decodes into the message as a no-op, leaving every field empty.
+    let [jsonrpc, id, method, params, result, error] = fields.unwrap_or_default();
+    let jsonrpc = go_string(jsonrpc).map_err(|error| invalid_json(error.to_string()))?;
+    let method = go_string(method).map_err(|error| invalid_json(error.to_string()))?;
+    let id_text = id.map(|id| compact_raw(id).get().to_owned()).unwrap_or_else(|| "null".to_owned());
+    if jsonrpc != "2.0" {
+        return Err(Refused { code: INVALID_REQUEST, message: r#"expected jsonrpc: "2.0""#.to_owned(), id: id_text });
+    }
+    // An `"id": null` member is present: such a message is a request answered with id null.
+    let has_method = !method.is_empty();
+    match (has_method, id) {
+        (true, Some(id)) => Ok(Message::Request { id: compact_raw(id), method, params }),
+        (true, None) => Ok(Message::Ignored),
+        (false, Some(_)) if result.is_some() || error.is_some() => Ok(Message::Ignored),
+        _ => Err(Refused {
+            code: INVALID_REQUEST,
+            message: "not a JSON-RPC request, notification or response".to_owned(),
+            id: id_text,
+        }),
+    }
+}
+
+/// One tool of the session's surface as `tools/list` shows it (mcphttp's struct order).
+#[derive(Clone, Debug, Serialize)]
+pub struct Tool {
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Box<RawValue>,
+    #[serde(rename = "outputSchema", skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Box<RawValue>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SurfaceError {
+    #[error(transparent)]
+    Name(#[from] McpNameError),
+    #[error("transition {}: {reason}", go_quote(.id))]
+    Schema { id: String, reason: String },
+}
+
+/// The session's tools: names escaped (an over-long or colliding name refuses the whole
+/// surface rather than dropping a tool), schemas normalised, sorted by name (§6.8, §7.2–7.3).
+pub fn tool_surface(descriptors: &[pb::Descriptor]) -> Result<Vec<Tool>, SurfaceError> {
+    let names = escape_surface(descriptors.iter().map(|descriptor| descriptor.id.as_str()))?;
+    let mut tools = Vec::with_capacity(descriptors.len());
+    for (descriptor, name) in descriptors.iter().zip(names) {
+        let schema_error = |reason: String| SurfaceError::Schema { id: descriptor.id.clone(), reason };
+        let input_schema = input_schema(&descriptor.input_schema).map_err(schema_error)?;
+        let output_schema = if descriptor.output_schema.is_empty() {
+            None
+        } else {
+            let raw = serde_json::from_slice::<&RawValue>(&descriptor.output_schema)
+                .map_err(|error| schema_error(format!("output schema: {error}")))?;
+            Some(compact_raw(raw))
+        };
+        tools.push(Tool { name, description: descriptor.description.clone(), input_schema, output_schema });
+    }
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(tools)
+}
+
+/// An input schema must be an object whose `type`, when present, is `"object"` (passed
+/// through); one without `type` gains `"type":"object"` and is re-encoded as Go re-encodes a
+/// map: keys sorted, the last of duplicate keys kept.
+pub fn input_schema(bytes: &[u8]) -> Result<Box<RawValue>, String> {
+    let value = serde_json::from_slice::<&RawValue>(bytes).map_err(|error| format!("input schema: {error}"))?;
+    let members = match go_members(value) {
+        Ok(Some(members)) => members,
+        _ => return Err("the input schema is not a JSON object".to_owned()),
+    };
+    if let Some(kind) = json::member(&members, "type") {
+        return match serde_json::from_str::<String>(kind.get()) {
+            Ok(kind) if kind == "object" => Ok(compact_raw(value)),
+            _ => Err(r#"the input schema's type is not "object""#.to_owned()),
+        };
+    }
+    let mut sorted: BTreeMap<String, &RawValue> = members.into_iter().collect();
+    let object = RawValue::from_string(r#""object""#.to_owned()).map_err(|error| error.to_string())?;
+    sorted.insert("type".to_owned(), &object);
+    let mut text = Vec::from(&b"{"[..]);
+    for (index, (key, raw)) in sorted.iter().enumerate() {
+        if index > 0 {
+            text.push(b',');
+        }
+        text.extend_from_slice(&json::marshal(key));
+        text.push(b':');
+        text.extend_from_slice(&json::compact(raw.get().as_bytes()));
+    }
+    text.push(b'}');
+    let text = String::from_utf8(text).map_err(|error| error.to_string())?;
+    RawValue::from_string(text).map_err(|error| error.to_string())
+}
+
+/// One POST after its checks: the admitted caller and what answering it needs.
+struct Post<'a> {
+    core: &'a CoreClient,
+    callbacks: &'a Callbacks,
+    credential: Forwarded,
+    tools: Vec<Tool>,
+    deadline: Instant,
+}
+
+#[derive(Serialize)]
+struct Reply<'a, R: ?Sized> {
+    jsonrpc: &'static str,
+    id: &'a RawValue,
+    result: &'a R,
+}
+
+fn reply<R: Serialize + ?Sized>(id: &RawValue, result: &R) -> Vec<u8> {
+    json::marshal(&Reply { jsonrpc: "2.0", id, result })
+}
+
+// The reference builds the `initialize` result as a Go map: keys in bytewise order.
+#[derive(Serialize)]
+struct Initialized {
+    capabilities: Capabilities,
+    #[serde(rename = "protocolVersion")]
+    protocol_version: &'static str,
+    #[serde(rename = "serverInfo")]
+    server_info: ServerInfo,
+}
+
+#[derive(Serialize)]
+struct Capabilities {
+    tools: ToolsCapability,
+}
+
+#[derive(Serialize)]
+struct ToolsCapability {
+    #[serde(rename = "listChanged")]
+    list_changed: bool,
+}
+
+#[derive(Serialize)]
+struct ServerInfo {
+    name: &'static str,
+    version: &'static str,
+}
+
+#[derive(Serialize)]
+struct ToolList<'a> {
+    tools: &'a [Tool],
+}
+
+#[derive(Serialize)]
+struct TextContent<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct CallResult<'a> {
+    content: [TextContent<'a>; 1],
+    #[serde(rename = "structuredContent")]
+    structured_content: &'a RawValue,
+}
+
+#[derive(Serialize)]
+struct CallError<'a> {
+    content: [TextContent<'a>; 1],
+    #[serde(rename = "isError")]
+    is_error: bool,
+}
+
+#[derive(Serialize)]
+struct Empty {}
+
+/// The version `initialize` answers: the client's when supported, else the newest (the
+/// header is irrelevant here, and a params decode error is ignored).
+pub fn negotiate(params: Option<&RawValue>) -> &'static str {
+    let asked = params
+        .and_then(|params| go_fields(params, ["protocolversion"]).ok().flatten())
+        .and_then(|[version]| go_string(version).ok())
+        .unwrap_or_default();
+    SUPPORTED_VERSIONS.iter().find(|version| **version == asked).copied().unwrap_or(SUPPORTED_VERSIONS[0])
+}
+
+impl Post<'_> {
+    async fn single(&self, body: &[u8]) -> Response {
+        match classify(body) {
+            Err(refused) => refused.response(),
+            Ok(Message::Ignored) => wire::mcp_accepted(),
+            Ok(Message::Request { id, method, params }) => match self.dispatch(&id, &method, params).await {
+                Ok(answer) => wire::mcp_sse(&answer),
+                Err(error) => wire::mcp_callback_failure(&error, &id),
+            },
+        }
+    }
+
+    /// Items run in order, each with its own callbacks; a bad item or a failed callback ends
+    /// the POST there, even though earlier items may have committed (§6.4).
+    async fn batch(&self, version: &str, body: &[u8]) -> Response {
+        let null = RawValue::NULL;
+        let refuse = |code: i64, message: &str| wire::mcp_transport_error(StatusCode::BAD_REQUEST, null, code, message);
+        if version != DEFAULT_VERSION {
+            return refuse(
+                INVALID_REQUEST,
+                &format!("batch requests are not supported under protocol version {version}"),
+            );
+        }
+        let items = match serde_json::from_slice::<Vec<&RawValue>>(body) {
+            Ok(items) => items,
+            Err(error) => return refuse(PARSE_ERROR, &format!("invalid JSON: {error}")),
+        };
+        if items.is_empty() {
+            return refuse(INVALID_REQUEST, "empty batch");
+        }
+        let mut answers: Vec<Vec<u8>> = Vec::new();
+        for item in items {
+            match classify(item.get().as_bytes()) {
+                Err(refused) => return refused.response(),
+                Ok(Message::Ignored) => {}
+                Ok(Message::Request { id, method, params }) => match self.dispatch(&id, &method, params).await {
+                    Ok(answer) => answers.push(answer),
+                    Err(error) => return wire::mcp_callback_failure(&error, null),
+                },
+            }
+        }
+        if answers.is_empty() {
+            return wire::mcp_accepted();
+        }
+        let mut data = vec![b'['];
+        data.extend_from_slice(&answers.join(&b","[..]));
+        data.push(b']');
+        wire::mcp_sse(&data)
+    }
+
+    /// One request's JSON-RPC reply, or the host failure that answers the whole POST.
+    async fn dispatch(&self, id: &RawValue, method: &str, params: Option<&RawValue>) -> Result<Vec<u8>, CallbackError> {
+        match method {
+            "initialize" => Ok(reply(
+                id,
+                &Initialized {
+                    capabilities: Capabilities { tools: ToolsCapability { list_changed: false } },
+                    protocol_version: negotiate(params),
+                    server_info: ServerInfo { name: CARD_NAME, version: CARD_VERSION },
+                },
+            )),
+            "ping" => Ok(reply(id, &Empty {})),
+            "tools/list" => Ok(reply(id, &ToolList { tools: &self.tools })),
+            "tools/call" => self.call(id, params).await,
+            _ => Ok(wire::mcp_error_object(id, METHOD_NOT_FOUND, &format!("method not found: {}", go_quote(method)))),
+        }
+    }
+
+    async fn call(&self, id: &RawValue, params: Option<&RawValue>) -> Result<Vec<u8>, CallbackError> {
+        let invalid = |detail: String| wire::mcp_error_object(id, INVALID_PARAMS, &format!("invalid params: {detail}"));
+        let Some(params) = params else {
+            return Ok(invalid("unexpected end of JSON input".to_owned()));
+        };
+        let [name, arguments] = match go_fields(params, ["name", "arguments"]) {
+            Ok(fields) => fields.unwrap_or_default(),
+            Err(error) => return Ok(invalid(error.to_string())),
+        };
+        let name = match go_string(name) {
+            Ok(name) => name,
+            Err(error) => return Ok(invalid(error.to_string())),
+        };
+        if !self.tools.iter().any(|tool| tool.name == name) {
+            // Unknown and ungranted names are one answer: the surface holds only granted tools.
+            return Ok(wire::mcp_error_object(id, INVALID_PARAMS, &format!("unknown tool {}", go_quote(&name))));
+        }
+        // The host refuses anything but an object before running anything (§7.1).
+        let Some(arguments) = arguments.filter(|arguments| json::kind(arguments) == "object") else {
+            tracing::info!("mcp refusal: tools/call -: {:?}", "tools/call arguments are not a JSON object");
+            return Err(CallbackError::Failed(Failure::new(FailureCode::InvalidParams, "arguments are not an object")));
+        };
+        let transition_id = match unescape(&name) {
+            Ok(transition_id) => transition_id,
+            Err(error) => {
+                tracing::info!("mcp refusal: tools/call -: {:?}", error.to_string());
+                return Err(CallbackError::Failed(Failure::of(FailureCode::Unavailable)));
+            }
+        };
+        let request = pb::InvokeRequest {
+            surface: "mcp".into(),
+            transition_id,
+            // The core mints a fresh random task id: MCP ids give no idempotency.
+            task_id: String::new(),
+            arguments: arguments.get().as_bytes().to_vec(),
+            transition_fn: String::new(),
+        };
+        let invoked = self
+            .callbacks
+            .run(self.deadline, |until| {
+                let (core, credential) = (self.core.clone(), self.credential.clone());
+                async move {
+                    let timeout = until.saturating_duration_since(Instant::now()) + INVOKE_GRACE;
+                    core.invoke(&credential, request, timeout).await
+                }
+            })
+            .await;
+        match invoked {
+            Ok(invoked) => Ok(tool_result(id, &invoked.output)),
+            Err(CallbackError::Failed(failure)) => match wire::mcp_tool_error_text(&failure) {
+                Some(text) => {
+                    Ok(reply(id, &CallError { content: [TextContent { kind: "text", text }], is_error: true }))
+                }
+                None => Err(CallbackError::Failed(failure)),
+            },
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// A committed call's output as the tool result: the bytes verbatim as text and the same JSON,
+/// compacted, as `structuredContent` (§6.7).
+fn tool_result(id: &RawValue, output: &[u8]) -> Vec<u8> {
+    if output.is_empty() {
+        return wire::mcp_error_object(id, INTERNAL_ERROR, "host callback returned no result");
+    }
+    let Ok(value) = serde_json::from_slice::<&RawValue>(output) else {
+        return wire::mcp_error_object(id, INTERNAL_ERROR, "host callback returned invalid JSON");
+    };
+    let text = String::from_utf8_lossy(output);
+    let structured = compact_raw(value);
+    reply(id, &CallResult { content: [TextContent { kind: "text", text: &text }], structured_content: &structured })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use serde_json::json;
 
     #[test]
     fn origin_policy() {
@@ -153,11 +610,149 @@ mod tests {
     }
 
     #[test]
-    fn id_and_method_extraction() {
-        assert_eq!(id_and_method(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#), (json!(7), "ping".to_owned()));
-        assert_eq!(id_and_method(br#"[{"id":1}]"#), (Value::Null, String::new()));
-        assert_eq!(id_and_method(b"junk"), (Value::Null, String::new()));
-        assert_eq!(id_and_method(br#"{"id":"x","method":3}"#), (json!("x"), String::new()));
+    fn the_post_id_is_the_top_level_id_of_one_object() {
+        assert_eq!(top_level_id(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).get(), "7");
+        assert_eq!(top_level_id(br#"{"ID": [1, "<"]}"#).get(), r#"[1,"\u003c"]"#);
+        assert_eq!(top_level_id(br#"[{"id":1}]"#).get(), "null");
+        assert_eq!(top_level_id(b"junk").get(), "null");
+        assert_eq!(top_level_id(br#"{"method":"x"}"#).get(), "null");
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn header_requirements_are_literal() {
+        for (value, ok) in [
+            ("application/json", true),
+            ("Application/JSON; charset=utf-8", true),
+            (" application/json ", true),
+            ("text/json", false),
+            ("application/json-seq", false),
+            ("", false),
+        ] {
+            assert_eq!(content_type_is_json(&headers(&[("content-type", value)])), ok, "{value:?}");
+        }
+        assert!(!content_type_is_json(&HeaderMap::new()));
+        let accept = |values: &[&str]| {
+            accepts_json_and_sse(&headers(&values.iter().map(|v| ("accept", *v)).collect::<Vec<_>>()))
+        };
+        assert!(accept(&["application/json, text/event-stream"]));
+        assert!(accept(&["text/event-stream;q=0.5", "APPLICATION/JSON"]));
+        assert!(!accept(&["*/*"]));
+        assert!(!accept(&["application/json, */*"]));
+        assert!(!accept(&["application/*, text/event-stream"]));
+        assert!(!accept(&[]));
+        assert_eq!(protocol_version(&HeaderMap::new()), Ok("2025-03-26"));
+        assert_eq!(protocol_version(&headers(&[("mcp-protocol-version", "")])), Ok("2025-03-26"));
+        for version in SUPPORTED_VERSIONS {
+            assert_eq!(protocol_version(&headers(&[("mcp-protocol-version", version)])), Ok(version));
+        }
+        assert_eq!(protocol_version(&headers(&[("mcp-protocol-version", "2026-07-28")])), Err("2026-07-28".into()));
+    }
+
+    fn row(body: &str) -> String {
+        match classify(body.as_bytes()) {
+            Ok(Message::Request { id, method, params }) => {
+                format!("request id={} method={method} params={}", id.get(), params.map(|p| p.get()).unwrap_or("-"))
+            }
+            Ok(Message::Ignored) => "ignored".to_owned(),
+            Err(refused) if refused.code == PARSE_ERROR => {
+                assert!(refused.message.starts_with("invalid JSON: "), "{}", refused.message);
+                format!("parse id={}", refused.id)
+            }
+            Err(refused) => format!("{} {} id={}", refused.code, refused.message, refused.id),
+        }
+    }
+
+    #[test]
+    fn messages_are_classified_as_mcphttp_does() {
+        let table = [
+            (r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#, "request id=7 method=ping params=-"),
+            (r#"{"jsonrpc":"2.0","id":null,"method":"ping","params":{}}"#, "request id=null method=ping params={}"),
+            (r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "ignored"),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, "ignored"),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1}}"#, "ignored"),
+            (r#"{"jsonrpc":"2.0","id":1}"#, "-32600 not a JSON-RPC request, notification or response id=1"),
+            (r#"{"jsonrpc":"2.0","id":1,"method":""}"#, "-32600 not a JSON-RPC request, notification or response id=1"),
+            (r#"{"jsonrpc":"2.0"}"#, "-32600 not a JSON-RPC request, notification or response id=null"),
+            (r#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#, r#"-32600 expected jsonrpc: "2.0" id="a""#),
+            ("null", r#"-32600 expected jsonrpc: "2.0" id=null"#),
+            (r#"{"jsonrpc":2,"id":1,"method":"ping"}"#, "parse id=null"),
+            ("{", "parse id=null"),
+            ("", "parse id=null"),
+            ("7", "parse id=null"),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"ping"} x"#, "parse id=null"),
+        ];
+        for (body, want) in table {
+            assert_eq!(row(body), want, "{body}");
+        }
+        assert_eq!(classify(b"  ").unwrap_err().message, "invalid JSON: unexpected end of JSON input");
+    }
+
+    fn descriptor(id: &str, input: &str, output: &str, description: &str) -> pb::Descriptor {
+        pb::Descriptor {
+            id: id.into(),
+            description: description.into(),
+            input_schema: input.as_bytes().to_vec(),
+            output_schema: output.as_bytes().to_vec(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_tool_surface_is_escaped_normalised_and_sorted() {
+        let tools = tool_surface(&[
+            descriptor("tools.echo", r#"{"type":"object"}"#, r#"{"type":"object"}"#, "Echo"),
+            descriptor("a_b/c", r#"{"required":["x"],"properties":{"x":{"type":"string"}}}"#, "", ""),
+        ])
+        .unwrap();
+        let listed = String::from_utf8(json::marshal(&ToolList { tools: &tools })).unwrap();
+        assert_eq!(
+            listed,
+            r#"{"tools":[{"name":"a_ub_sc","inputSchema":{"properties":{"x":{"type":"string"}},"required":["x"],"type":"object"}},{"name":"tools_decho","description":"Echo","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}"#
+        );
+        let long = format!("{}.{}.{}", "a".repeat(30), "b".repeat(30), "c".repeat(10));
+        assert!(matches!(
+            tool_surface(&[descriptor(&long, "{}", "", "")]),
+            Err(SurfaceError::Name(McpNameError::EscapedTooLong { .. }))
+        ));
+        for bad in [r#"{"type":"string"}"#, "[]", "null", r#"{"type":null}"#] {
+            assert!(tool_surface(&[descriptor("x", bad, "", "")]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn initialize_negotiates_the_version() {
+        let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
+        assert_eq!(negotiate(None), "2025-11-25");
+        assert_eq!(negotiate(Some(&raw(r#"{"protocolVersion":"2025-06-18"}"#))), "2025-06-18");
+        assert_eq!(negotiate(Some(&raw(r#"{"protocolVersion":"2025-03-26"}"#))), "2025-03-26");
+        assert_eq!(negotiate(Some(&raw(r#"{"protocolVersion":"1999-01-01"}"#))), "2025-11-25");
+        assert_eq!(negotiate(Some(&raw(r#"{"protocolVersion":5}"#))), "2025-11-25");
+        assert_eq!(negotiate(Some(&raw("[]"))), "2025-11-25");
+    }
+
+    #[test]
+    fn tool_results_carry_the_output_as_text_and_structured_content() {
+        let id = RawValue::from_string("2".into()).unwrap();
+        assert_eq!(
+            String::from_utf8(tool_result(&id, br#"{"echo": {"a":"<1>"}}"#)).unwrap(),
+            r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"echo\": {\"a\":\"\u003c1\u003e\"}}"}],"structuredContent":{"echo":{"a":"\u003c1\u003e"}}}}"#
+        );
+        assert_eq!(
+            String::from_utf8(tool_result(&id, b"")).unwrap(),
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"host callback returned no result"}}"#
+        );
+        assert_eq!(
+            String::from_utf8(tool_result(&id, b"{")).unwrap(),
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"host callback returned invalid JSON"}}"#
+        );
     }
 
     proptest! {
@@ -166,7 +761,9 @@ mod tests {
         #[test]
         fn origin_and_body_parsing_never_panic(text in ".{0,64}") {
             let _ = OriginPolicy::new(&[text.as_str()]).allows(&text);
-            let _ = id_and_method(text.as_bytes());
+            let _ = top_level_id(text.as_bytes());
+            let _ = classify(text.as_bytes());
+            let _ = input_schema(text.as_bytes());
         }
     }
 }

@@ -17,8 +17,10 @@ use http::{HeaderValue, Method};
 use tokio::net::TcpListener;
 use world_model::{Failure, FailureCode};
 
+use crate::callback::Callbacks;
 use crate::cli::EdgeArgs;
 use crate::core::{CoreClient, CoreUrlError};
+use crate::limits::Limits;
 use crate::mcp::OriginPolicy;
 use crate::metrics::Metrics;
 use crate::router::{self, Resolution, Route};
@@ -32,11 +34,24 @@ pub struct AppState {
     pub core: CoreClient,
     pub origins: Arc<OriginPolicy>,
     pub metrics: Arc<Metrics>,
+    pub limits: Limits,
+    /// The MCP host-callback slots, shared by every request this edge serves.
+    pub callbacks: Callbacks,
 }
 
 impl AppState {
     pub fn new(core: CoreClient, origins: OriginPolicy) -> AppState {
-        AppState { core, origins: Arc::new(origins), metrics: Arc::new(Metrics::new()) }
+        AppState::with_limits(core, origins, Limits::default())
+    }
+
+    pub fn with_limits(core: CoreClient, origins: OriginPolicy, limits: Limits) -> AppState {
+        AppState {
+            core,
+            origins: Arc::new(origins),
+            metrics: Arc::new(Metrics::new()),
+            callbacks: Callbacks::new(&limits),
+            limits,
+        }
     }
 }
 
@@ -109,8 +124,8 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
         Route::Commit => rest::commit(core, headers, body).await,
         Route::Receipt => rest::receipt(core, headers, param).await,
         Route::AgentCard => card::handle(core, headers).await,
-        Route::A2a => a2a::handle(core, headers, body).await,
-        Route::Mcp => mcp::handle(core, &state.origins, headers, body).await,
+        Route::A2a => a2a::handle(core, &state.limits, headers, body).await,
+        Route::Mcp => mcp::handle(state, headers, body).await,
         Route::Metrics => wire::bytes(
             http::StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
@@ -141,7 +156,7 @@ async fn shutdown_signal() {
 /// SIGTERM, then drains open connections for up to [`SHUTDOWN_DRAIN`].
 pub async fn serve(args: EdgeArgs) -> Result<(), ServeError> {
     let core = CoreClient::connect_lazy(&args.core)?;
-    let state = AppState::new(core, OriginPolicy::new(&args.allowed_origins));
+    let state = AppState::with_limits(core, OriginPolicy::new(&args.allowed_origins), args.limits());
     let listener =
         TcpListener::bind(args.listen).await.map_err(|source| ServeError::Bind { address: args.listen, source })?;
     let address = listener.local_addr().map_err(|source| ServeError::Bind { address: args.listen, source })?;

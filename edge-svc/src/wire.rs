@@ -8,17 +8,18 @@
 
 use axum::body::Body;
 use axum::response::Response;
-use http::header::{ALLOW, CONNECTION, CONTENT_TYPE, LOCATION};
+use http::header::{ALLOW, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, LOCATION};
 use http::{HeaderValue, Method, StatusCode};
 use serde::Serialize;
-use serde_json::Value;
-use world_model::failure::MCP_HOST_CALLBACK_CODE;
+use world_model::failure::{MCP_HOST_CALLBACK_CODE, MCP_HOST_CANCELED};
 use world_model::{Failure, FailureCode, SessionDenial};
 
+use crate::callback::CallbackError;
 use crate::json;
 
 pub const APPLICATION_JSON: &str = "application/json";
 pub const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
+pub const EVENT_STREAM: &str = "text/event-stream";
 const NOSNIFF: (&str, &str) = ("x-content-type-options", "nosniff");
 
 /// The card's own failure classes (reference-edge §3.1, "card only").
@@ -183,10 +184,18 @@ pub fn card_failure(failure: &Failure) -> Response {
 
 /// `{"error":{…},"id":…,"jsonrpc":"2.0"}`: the reference encodes a Go map, so keys are sorted.
 #[derive(Serialize)]
-struct A2aErrorEnvelope<'a> {
+struct A2aErrorEnvelope<'a, I: ?Sized> {
     error: RpcError<'a>,
-    id: &'a Value,
+    id: &'a I,
     jsonrpc: &'static str,
+}
+
+/// `{"id":…,"jsonrpc":"2.0","result":…}`, sorted as the reference's map.
+#[derive(Serialize)]
+struct A2aResultEnvelope<'a, I: ?Sized, R: ?Sized> {
+    id: &'a I,
+    jsonrpc: &'static str,
+    result: &'a R,
 }
 
 /// `{"code","message"}`: sorted and in struct order alike.
@@ -196,15 +205,21 @@ struct RpcError<'a> {
     message: &'a str,
 }
 
+/// An A2A success: HTTP 200 with the task as `result` (reference-edge §5.4).
+pub fn a2a_ok<I: Serialize + ?Sized, R: Serialize + ?Sized>(result: &R, id: &I) -> Response {
+    let envelope = A2aResultEnvelope { id, jsonrpc: "2.0", result };
+    bytes(StatusCode::OK, APPLICATION_JSON, json::encode(&envelope))
+}
+
 /// An A2A JSON-RPC error: always HTTP 200 (reference-edge §5.1).
-pub fn a2a_error(code: i64, message: &str, id: &Value) -> Response {
+pub fn a2a_error<I: Serialize + ?Sized>(code: i64, message: &str, id: &I) -> Response {
     let envelope = A2aErrorEnvelope { error: RpcError { code, message }, id, jsonrpc: "2.0" };
     bytes(StatusCode::OK, APPLICATION_JSON, json::encode(&envelope))
 }
 
 /// A failure on `/a2a/` with the seed's exact code and message; the core's free-text message
 /// never reaches this wire. A deadline also closes the connection, as the reference does.
-pub fn a2a_failure(failure: &Failure, id: &Value) -> Response {
+pub fn a2a_failure<I: Serialize + ?Sized>(failure: &Failure, id: &I) -> Response {
     let (code, _) = failure.code.a2a();
     let mut response = a2a_error(code, &failure.a2a_message(), id);
     if failure.code.a2a_closes_connection() {
@@ -217,14 +232,22 @@ pub fn a2a_failure(failure: &Failure, id: &Value) -> Response {
 
 /// `{"jsonrpc":"2.0","id":…,"error":{…}}`: mcphttp's struct order.
 #[derive(Serialize)]
-struct McpErrorEnvelope<'a> {
+struct McpErrorEnvelope<'a, I: ?Sized> {
     jsonrpc: &'static str,
-    id: &'a Value,
+    id: &'a I,
     error: RpcError<'a>,
 }
 
-fn mcp_error_body(id: &Value, code: i64, message: &str) -> Vec<u8> {
-    json::encode(&McpErrorEnvelope { jsonrpc: "2.0", id, error: RpcError { code, message } })
+fn mcp_error_body<I: Serialize + ?Sized>(id: &I, code: i64, message: &str) -> Vec<u8> {
+    let mut body = mcp_error_object(id, code, message);
+    body.push(b'\n');
+    body
+}
+
+/// A JSON-RPC error response object as it travels inside an SSE event (`json.Marshal`: no
+/// newline): unknown method, unknown tool, bad `tools/call` params.
+pub fn mcp_error_object<I: Serialize + ?Sized>(id: &I, code: i64, message: &str) -> Vec<u8> {
+    json::marshal(&McpErrorEnvelope { jsonrpc: "2.0", id, error: RpcError { code, message } })
 }
 
 /// The MCP 401: every denial kind, malformed included, is Go `http.Error(401, message)`.
@@ -233,14 +256,14 @@ pub fn mcp_denial(denial: SessionDenial) -> Response {
 }
 
 /// The whole-POST envelope (HTTP 200, plain JSON, never SSE) with code -32603.
-pub fn mcp_host_envelope(message: &str, id: &Value) -> Response {
+pub fn mcp_host_envelope<I: Serialize + ?Sized>(message: &str, id: &I) -> Response {
     with_nosniff(bytes(StatusCode::OK, APPLICATION_JSON, mcp_error_body(id, MCP_HOST_CALLBACK_CODE, message)))
 }
 
 /// A failure of a host callback (session resolution, admission, invocation) on `/mcp/`:
 /// denials are the 401, everything else the whole-POST envelope whose message says only
 /// failed / timed out / capacity exceeded (reference-edge §6.6).
-pub fn mcp_failure(failure: &Failure, id: &Value) -> Response {
+pub fn mcp_failure<I: Serialize + ?Sized>(failure: &Failure, id: &I) -> Response {
     match failure.code.session_denial() {
         Some(denial) => mcp_denial(denial),
         None => mcp_host_envelope(failure.code.mcp_host_message(), id),
@@ -249,14 +272,50 @@ pub fn mcp_failure(failure: &Failure, id: &Value) -> Response {
 
 /// An MCP transport error (400 for bad headers, batches or JSON; 403 for a refused Origin):
 /// a JSON-RPC error body with nosniff.
-pub fn mcp_transport_error(code: StatusCode, id: &Value, rpc_code: i64, message: &str) -> Response {
+pub fn mcp_transport_error<I: Serialize + ?Sized>(code: StatusCode, id: &I, rpc_code: i64, message: &str) -> Response {
     with_nosniff(bytes(code, APPLICATION_JSON, mcp_error_body(id, rpc_code, message)))
+}
+
+/// A host callback that produced no value: the whole-POST envelope, or the 401 when the
+/// callback found the session denied (reference-edge §6.6).
+pub fn mcp_callback_failure<I: Serialize + ?Sized>(error: &CallbackError, id: &I) -> Response {
+    match error {
+        CallbackError::Failed(failure) => mcp_failure(failure, id),
+        CallbackError::TimedOut => mcp_host_envelope(FailureCode::Deadline.mcp_host_message(), id),
+        CallbackError::Canceled => mcp_host_envelope(MCP_HOST_CANCELED, id),
+        CallbackError::CapacityExceeded => mcp_host_envelope(FailureCode::CapacityExceeded.mcp_host_message(), id),
+    }
+}
+
+/// A failed `tools/call` whose failure belongs to the call itself rather than to the host:
+/// arguments the input schema refuses come back as the tool's own `isError` result naming the
+/// violation (DESIGN "Edge"), so a model can correct them; `None` means the whole POST fails.
+pub fn mcp_tool_error_text(failure: &Failure) -> Option<&str> {
+    (failure.code == FailureCode::InvalidParams).then_some(failure.message.as_str())
+}
+
+/// One SSE event carrying one JSON-RPC reply (or a batch's array), then the end of the
+/// response: `event: message`, no id, no retry (reference-edge §6.2).
+pub fn mcp_sse(data: &[u8]) -> Response {
+    let mut body = Vec::with_capacity(data.len() + 24);
+    body.extend_from_slice(b"event: message\ndata: ");
+    body.extend_from_slice(data);
+    body.extend_from_slice(b"\n\n");
+    let mut response = with_nosniff(bytes(StatusCode::OK, EVENT_STREAM, body));
+    response.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// Only notifications and responses: 202 with no body.
+pub fn mcp_accepted() -> Response {
+    with_nosniff(bytes(StatusCode::ACCEPTED, APPLICATION_JSON, Vec::new()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use http_body_util::BodyExt;
+    use serde_json::Value;
     use world_model::HashRef;
 
     fn parts(response: Response) -> (u16, Vec<(String, String)>, Vec<u8>) {
@@ -467,6 +526,51 @@ mod tests {
             assert_eq!(parts(mcp_denial(denial)), want, "{denial:?}");
             assert_eq!(parts(mcp_failure(&Failure::from(denial), &Value::Null)), want);
         }
+    }
+
+    #[test]
+    fn mcp_sse_is_the_golden_event() {
+        let (status, headers, body) = parts(mcp_sse(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#));
+        assert_eq!(status, 200);
+        assert_eq!(
+            headers,
+            vec![
+                header("cache-control", "no-cache"),
+                header("content-type", "text/event-stream"),
+                header("x-content-type-options", "nosniff")
+            ]
+        );
+        assert_eq!(body, b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n");
+        let (status, _, body) = parts(mcp_accepted());
+        assert_eq!((status, body), (202, Vec::new()));
+    }
+
+    #[test]
+    fn mcp_callback_failures_say_only_failed_timed_out_canceled_or_capacity() {
+        let table = [
+            (CallbackError::TimedOut, "host callback timed out"),
+            (CallbackError::Canceled, "host callback canceled"),
+            (CallbackError::CapacityExceeded, "host callback capacity exceeded"),
+            (CallbackError::Failed(Failure::of(FailureCode::ExecutionFailed)), "host callback failed"),
+            (CallbackError::Failed(Failure::of(FailureCode::Deadline)), "host callback timed out"),
+            (CallbackError::Failed(Failure::of(FailureCode::CapacityExceeded)), "host callback capacity exceeded"),
+        ];
+        for (error, message) in table {
+            let (status, _, body) = parts(mcp_callback_failure(&error, &Value::Null));
+            assert_eq!(status, 200);
+            assert_eq!(
+                String::from_utf8(body).unwrap(),
+                format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{{\"code\":-32603,\"message\":\"{message}\"}}}}\n"
+                )
+            );
+        }
+        let (status, _, _) =
+            parts(mcp_callback_failure(&CallbackError::Failed(Failure::from(SessionDenial::Expired)), &Value::Null));
+        assert_eq!(status, 401);
+        let schema = Failure::new(FailureCode::InvalidParams, "arguments do not match the input schema: x");
+        assert_eq!(mcp_tool_error_text(&schema), Some("arguments do not match the input schema: x"));
+        assert_eq!(mcp_tool_error_text(&Failure::of(FailureCode::NotAuthorized)), None);
     }
 
     #[test]
