@@ -180,6 +180,62 @@ impl World {
     }
 }
 
+/// `tests/fixtures/<name>`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+}
+
+/// How [`World::published`] sets a world up.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup<'a> {
+    /// Commit genesis before serving.
+    pub genesis: bool,
+    /// Serve with the interpreter (without it the core has no coordinator).
+    pub interpreter: bool,
+    /// Extra `world-edge` flags.
+    pub edge_args: &'a [&'a str],
+}
+
+impl Default for Setup<'_> {
+    fn default() -> Self {
+        Setup { genesis: true, interpreter: true, edge_args: &[] }
+    }
+}
+
+impl World {
+    /// A world serving the `count` transitions of `manifest` (published through the attended
+    /// prompt after a bootstrap serve with the interpreter), set up as `setup` says.
+    pub fn published(manifest: &Path, count: usize, setup: Setup) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = dir.path().join("world.db");
+        let ailang = bin("ailang");
+        let with_interpreter = serve_args(&ailang, None);
+        let with_interpreter: Vec<&str> = with_interpreter.iter().map(String::as_str).collect();
+        let (bootstrap, _) = start_core(&store, dir.path(), &with_interpreter);
+        assert!(bootstrap.terminate().success(), "the bootstrap serve did not stop cleanly");
+        publish(&store, manifest, count);
+        if setup.genesis {
+            let genesis =
+                Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
+            assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
+        }
+        let serve: &[&str] = if setup.interpreter { &with_interpreter } else { &[] };
+        let (core, core_addr) = start_core(&store, dir.path(), serve);
+        let (edge, edge_url) = start_edge(&[&core_addr], dir.path(), setup.edge_args);
+        Self { dir, store, core, core_addr, edge: Some(edge), edge_url }
+    }
+
+    /// Another edge in front of this world's core, with its own flags; returns it and its URL.
+    pub fn extra_edge(&self, edge_args: &[&str]) -> (Process, String) {
+        static EXTRA: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        // Each edge logs to its own folder so no edge's stderr log replaces another's.
+        let n = EXTRA.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let logs = self.dir.path().join(format!("edge-{n}"));
+        std::fs::create_dir_all(&logs).expect("edge log folder");
+        start_edge(&[&self.core_addr], &logs, edge_args)
+    }
+}
+
 /// `serve` arguments pinning `ailang` (and naming the artifacts directory).
 pub fn serve_args(ailang: &Path, artifacts: Option<&Path>) -> Vec<String> {
     let mut args = vec!["--ailang-bin".to_owned(), ailang.display().to_string()];
