@@ -350,7 +350,7 @@ async fn more_concurrent_calls_than_slots_are_refused_as_capacity_exceeded() {
             refused += 1;
         }
     }
-    assert!(refused >= 1 && refused <= 4, "{refused} refused of 12 with 8 slots");
+    assert!((1..=4).contains(&refused), "{refused} refused of 12 with 8 slots");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,58 @@
+//! A real MCP client against real processes: the official MCP Python SDK (pinned in
+//! `tests/python/requirements.txt`) connects over streamable HTTP with a bearer header,
+//! initializes, lists the session's tools and calls the echo tool.
+//!
+//! `WORLD_TEST_PYTHON` names a Python that has the SDK installed (a virtualenv's `python`).
+//! Without it the test is skipped, except under CI, where it is required.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use world_tests::{Setup, World, fixture};
+
+#[test]
+fn the_official_python_sdk_initializes_lists_and_calls_the_echo_tool() {
+    let Some(python) = std::env::var_os("WORLD_TEST_PYTHON") else {
+        assert!(std::env::var_os("CI").is_none(), "WORLD_TEST_PYTHON must name a Python with the MCP SDK under CI");
+        eprintln!("skipped: set WORLD_TEST_PYTHON to a Python with tests/python/requirements.txt installed");
+        return;
+    };
+    let world = World::published(&fixture("invoke/transitions.json"), 10, Setup::default());
+    let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_client.py");
+    let run = Command::new(python)
+        .arg(&script)
+        .arg(world.url("/mcp/"))
+        .arg(&token)
+        .arg("tools_decho")
+        .arg(r#"{"greeting":"hello","n":1}"#)
+        .output()
+        .expect("run the MCP client");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "the client failed: {}\n{stdout}", String::from_utf8_lossy(&run.stderr));
+    let seen: Value = serde_json::from_str(stdout.trim()).expect("the client prints one JSON object");
+    assert_eq!(seen["serverName"], "ailang-worldd");
+    assert!(
+        ["2025-11-25", "2025-06-18", "2025-03-26"].contains(&seen["protocolVersion"].as_str().unwrap_or("")),
+        "{seen}"
+    );
+    // The session's surface only: neither the transition under another scope nor the one
+    // whose name would be too long.
+    assert_eq!(
+        seen["tools"],
+        json!([
+            "tests_darray",
+            "tests_ddivide",
+            "tests_dintmain",
+            "tests_dnamed",
+            "tests_dnomain",
+            "tests_dspin",
+            "tests_duntyped_uschema",
+            "tools_decho"
+        ])
+    );
+    assert_eq!(seen["isError"], false);
+    assert_eq!(seen["structuredContent"], json!({"echo":{"greeting":"hello","n":1}}));
+    assert_eq!(seen["text"], json!([r#"{"echo":{"greeting":"hello","n":1}}"#]));
+}
