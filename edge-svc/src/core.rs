@@ -447,6 +447,9 @@ fn status_failure(what: &'static str, status: &Status, lost: LostReply) -> Failu
     tracing::warn!(what, code = ?status.code(), message = status.message(), "world-core call failed");
     match status.code() {
         Code::DeadlineExceeded => lost_failure(lost, FailureCode::Timeout, CORE_DEADLINE),
+        // tonic's server answers a call whose `grpc-timeout` expired with CANCELLED, and that
+        // answer can arrive before the edge's own timer fires: it is the same deadline.
+        Code::Cancelled if lost == LostReply::Invocation => lost_failure(lost, FailureCode::Timeout, CORE_DEADLINE),
         // The client went away; nothing will read this answer, but keep it honest.
         Code::Cancelled => lost_failure(lost, FailureCode::Unavailable, CORE_UNREACHABLE),
         _ => lost_failure(lost, FailureCode::Unavailable, CORE_UNREACHABLE),
@@ -505,5 +508,9 @@ mod tests {
             FailureCode::Deadline
         );
         assert_eq!(status_failure("x", &status, LostReply::Invocation).code, FailureCode::Unavailable);
+        assert_eq!(
+            status_failure("x", &Status::cancelled("Timeout expired"), LostReply::Invocation).code,
+            FailureCode::Deadline
+        );
     }
 }
