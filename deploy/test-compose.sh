@@ -41,10 +41,13 @@ fail() {
 # A watchdog ends the run (and so triggers the cleanup trap) after $limit s.
 main_pid=$$
 (
-    sleep "$limit"
+    sleep "$limit" &
+    nap=$!
+    trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+    wait "$nap"
     printf 'test-compose: FAIL: the suite exceeded %s s\n' "$limit" >&2
     kill -TERM "$main_pid" 2>/dev/null
-) &
+) >/dev/null &
 watchdog=$!
 
 # --- prerequisites ------------------------------------------------------------
@@ -147,12 +150,12 @@ compose build --build-arg BASE="$base" core edge jaeger >"$work/build.log" 2>&1 
     { tail -n 40 "$work/build.log" >&2; fail "compose build failed"; }
 
 # --- 3. bootstrap the store ---------------------------------------------------
-q() { printf '%q ' "$@"; }
-compose_line="$(q "${compose_cmd[@]}" -p "$project" -f deploy/docker-compose.yml -f "$work/override.yml")"
+q() { printf '%q ' "$@" | sed 's/ $//'; }
+compose_line=$(q "${compose_cmd[@]}" -p "$project" -f deploy/docker-compose.yml -f "$work/override.yml")
 
 say "bootstrap: first serve (epoch 1)"
 compose up -d core >/dev/null 2>&1 || fail "compose up core failed"
-wait_for "the core's startup line" 60 sh -c "$(q "${compose_cmd[@]}") -p $project -f deploy/docker-compose.yml -f $(q "$work/override.yml") logs --no-color core | grep -q 'world-core listening on grpc://'"
+wait_for "the core's startup line" 60 sh -c "$compose_line logs --no-color core | grep -q 'world-core listening on grpc://'"
 compose stop core >/dev/null 2>&1
 
 say "bootstrap: publish packages/examples (attended)"
