@@ -13,6 +13,7 @@ use http::HeaderMap;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
+use tracing::Instrument as _;
 use world_model::failure::{A2A_INVALID_REQUEST, A2A_METHOD_NOT_FOUND};
 use world_model::{Failure, FailureCode, HashRef, canonicalize};
 use world_proto::v1 as pb;
@@ -175,7 +176,15 @@ pub async fn handle(core: &CoreClient, limits: &Limits, headers: &HeaderMap, bod
     if !SEND_METHODS.contains(&envelope.method.as_str()) {
         return wire::a2a_error(A2A_METHOD_NOT_FOUND.0, A2A_METHOD_NOT_FOUND.1, &envelope.id);
     }
-    send(core, &credential, &admitted, &envelope, deadline).await
+    let span = tracing::info_span!(
+        "a2a.message",
+        otel.name = envelope.method.as_str(),
+        a2a.method = envelope.method.as_str(),
+        a2a.skill = tracing::field::Empty,
+        a2a.task.id = tracing::field::Empty,
+        jsonrpc.request.id = envelope.id.get(),
+    );
+    send(core, &credential, &admitted, &envelope, deadline).instrument(span).await
 }
 
 /// Steps 7–15 of one `tasks/send`.
@@ -193,6 +202,9 @@ async fn send(
     // Steps 9–10: the surface was admitted fresh for this request; unknown, invisible and
     // ungranted skills are one answer.
     let skill = params.skill();
+    let span = tracing::Span::current();
+    span.record("a2a.skill", skill.as_str());
+    span.record("a2a.task.id", params.id.as_str());
     if !admitted.surface.iter().any(|descriptor| descriptor.id == skill) {
         return wire::a2a_failure(&Failure::of(FailureCode::NotAuthorized), id);
     }

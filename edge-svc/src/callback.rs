@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -70,11 +71,15 @@ impl Callbacks {
             Err(_) => return Err(CallbackError::CapacityExceeded),
         };
         let future = callback(deadline);
-        let task = tokio::spawn(async move {
-            let result = future.await;
-            drop(permit);
-            result
-        });
+        // The callback stays in the caller's trace although it runs on its own task.
+        let task = tokio::spawn(
+            async move {
+                let result = future.await;
+                drop(permit);
+                result
+            }
+            .in_current_span(),
+        );
         match tokio::time::timeout_at(deadline, task).await {
             Ok(Ok(Ok(value))) => Ok(value),
             Ok(Ok(Err(failure))) => Err(CallbackError::Failed(failure)),

@@ -10,6 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
@@ -127,12 +128,21 @@ impl CoreClient {
                 .inspect_err(|_| tracing::warn!(what, "authorization value is not valid metadata"))
                 .ok()
         });
+        let span = tracing::info_span!(
+            "rpc.client",
+            otel.kind = "client",
+            otel.name = what,
+            rpc.system = "grpc",
+            rpc.method = what,
+        );
         let request = |message: Q| {
             let mut request = Request::new(message);
             request.set_timeout(timeout);
             if let Some(value) = &authorization {
                 request.metadata_mut().insert("authorization", value.clone());
             }
+            // The core's spans join this trace as children of this call.
+            world_telemetry::inject_grpc(&span, &mut request);
             request
         };
         // A call that is safe to repeat and could not reach one core tries the next, so one
@@ -152,7 +162,7 @@ impl CoreClient {
             }
             Err(unreachable)
         };
-        match tokio::time::timeout(timeout, calls).await {
+        match tokio::time::timeout(timeout, calls).instrument(span.clone()).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
             Ok(Err(status)) => Err(status_failure(what, &status, lost)),
             Err(_) => {

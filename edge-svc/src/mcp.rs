@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use axum::body::Body;
 use axum::response::Response;
@@ -154,7 +155,7 @@ pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Respon
             ));
         }
     };
-    let post = Post { core: &state.core, callbacks: &state.callbacks, credential, tools, deadline };
+    let post = Post { version, core: &state.core, callbacks: &state.callbacks, credential, tools, deadline };
     let body = bytes.trim_ascii();
     if body.first() == Some(&b'[') { post.batch(version, body).await } else { post.single(body).await }
 }
@@ -347,6 +348,8 @@ pub fn input_schema(bytes: &[u8]) -> Result<Box<RawValue>, String> {
 
 /// One POST after its checks: the admitted caller and what answering it needs.
 struct Post<'a> {
+    /// The negotiated MCP-Protocol-Version of this POST.
+    version: &'static str,
     core: &'a CoreClient,
     callbacks: &'a Callbacks,
     credential: Forwarded,
@@ -481,8 +484,34 @@ impl Post<'_> {
         wire::mcp_sse(&data)
     }
 
-    /// One request's JSON-RPC reply, or the host failure that answers the whole POST.
+    /// One request's JSON-RPC reply, or the host failure that answers the whole POST, in
+    /// its own span (a child of the `params._meta.traceparent` the client sent, if any).
     async fn dispatch(&self, id: &RawValue, method: &str, params: Option<&RawValue>) -> Result<Vec<u8>, CallbackError> {
+        let span = tracing::info_span!(
+            "mcp.message",
+            otel.name = method,
+            mcp.method.name = method,
+            mcp.protocol.version = self.version,
+            jsonrpc.request.id = id.get(),
+            gen_ai.tool.name = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        if let Some((traceparent, tracestate)) = params.and_then(meta_trace_context) {
+            world_telemetry::adopt_traceparent(&span, &traceparent, tracestate.as_deref());
+        }
+        let answer = self.dispatch_in_span(id, method, params).instrument(span.clone()).await;
+        if answer.is_err() {
+            span.record("otel.status_code", "ERROR");
+        }
+        answer
+    }
+
+    async fn dispatch_in_span(
+        &self,
+        id: &RawValue,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Vec<u8>, CallbackError> {
         match method {
             "initialize" => Ok(reply(
                 id,
@@ -512,6 +541,7 @@ impl Post<'_> {
             Ok(name) => name,
             Err(error) => return Ok(invalid(error.to_string())),
         };
+        tracing::Span::current().record(world_telemetry::attr::TOOL_NAME, name.as_str());
         if !self.tools.iter().any(|tool| tool.name == name) {
             // Unknown and ungranted names are one answer: the surface holds only granted tools.
             return Ok(wire::mcp_error_object(id, INVALID_PARAMS, &format!("unknown tool {}", go_quote(&name))));
@@ -571,6 +601,22 @@ fn tool_result(id: &RawValue, output: &[u8]) -> Vec<u8> {
     let text = String::from_utf8_lossy(output);
     let structured = compact_raw(value);
     reply(id, &CallResult { content: [TextContent { kind: "text", text: &text }], structured_content: &structured })
+}
+
+/// `params._meta.traceparent` (and `tracestate`), the MCP way to carry trace context.
+fn meta_trace_context(params: &RawValue) -> Option<(String, Option<String>)> {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    }
+    let meta = serde_json::from_str::<Params>(params.get()).ok()?.meta?;
+    Some((meta.traceparent?, meta.tracestate))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use futures::FutureExt;
 use http::header::CONTENT_LENGTH;
 use http::{HeaderValue, Method};
 use tokio::net::TcpListener;
+use tracing::Instrument as _;
 use world_model::{Failure, FailureCode};
 
 use crate::callback::Callbacks;
@@ -74,7 +75,20 @@ async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let (label, response) = match AssertUnwindSafe(route(&state, request)).catch_unwind().await {
+    let span = tracing::info_span!(
+        "http.server",
+        otel.kind = "server",
+        http.request.method = %method,
+        http.route = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        trace_id = tracing::field::Empty,
+    );
+    // A client's traceparent makes this request part of its trace; without
+    // one the trace is rooted here.
+    world_telemetry::adopt_parent(&span, request.headers());
+    let routed = AssertUnwindSafe(route(&state, request)).catch_unwind().instrument(span.clone()).await;
+    let (label, response) = match routed {
         Ok(answer) => answer,
         Err(_) => {
             tracing::error!(%method, %path, "a request handler panicked");
@@ -82,6 +96,12 @@ async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
         }
     };
     let status = response.status().as_u16();
+    span.record(world_telemetry::attr::HTTP_ROUTE, label);
+    span.record(world_telemetry::attr::HTTP_STATUS, status);
+    if status >= 500 {
+        span.record("otel.status_code", "ERROR");
+    }
+    let _entered = span.enter();
     let elapsed = started.elapsed();
     state.metrics.observe(label, status, elapsed);
     tracing::info!(%method, route = label, status, elapsed_ms = elapsed.as_secs_f64() * 1e3, "request");

@@ -285,7 +285,12 @@ pub fn start_core_with_env(store: &Path, log_dir: &Path, extra: &[&str], env: &[
 
 /// Starts `world-edge` against the given cores; returns it and its base URL.
 pub fn start_edge(cores: &[&str], log_dir: &Path, extra: &[&str]) -> (Process, String) {
+    start_edge_with_env(cores, log_dir, extra, &[])
+}
+
+pub fn start_edge_with_env(cores: &[&str], log_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Process, String) {
     let mut command = Command::new(bin("world-edge"));
+    command.envs(env.iter().copied());
     command.args(["--listen", "127.0.0.1:0"]);
     for core in cores {
         command.arg("--core").arg(format!("http://{core}"));

@@ -94,3 +94,116 @@ async fn core_spans_arrive_over_otlp_http() {
     let token = traced_invocation("http/protobuf", &endpoint).await;
     check(&wait(&spans).await, &token);
 }
+
+const MCP_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+const MCP_PARENT: &str = "b7ad6b7169203331";
+
+/// One trace from the agent to the capsule: an A2A `tasks/send` carrying a
+/// `traceparent` header, and an MCP `tools/call` carrying
+/// `params._meta.traceparent`; edge and core spans share the client's trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_and_core_spans_share_the_clients_trace() {
+    let (endpoint, spans) = grpc_receiver().await;
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("world.db");
+    let world = World::echo_core_on(dir, store, None, &[], &env);
+    let (edge, edge_url) = world_tests::start_edge_with_env(&[&world.core_addr], world.dir.path(), &[], &env);
+    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let client = world_tests::http();
+
+    let a2a: serde_json::Value = client
+        .post(format!("{edge_url}/a2a/"))
+        .header("Authorization", format!("Bearer {token}"))
+        .header("traceparent", format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"))
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"id":"t-a2a","metadata":{"skill_id":"tools.echo"},"message":{"role":"user","parts":[{"type":"data","data":{"a":1}}]}}}"#)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(a2a["result"]["status"]["state"], "completed", "{a2a}");
+
+    let mcp = client
+        .post(format!("{edge_url}/mcp/"))
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"tools_decho","arguments":{{"b":2}},"_meta":{{"traceparent":"00-{MCP_TRACE}-{MCP_PARENT}-01"}}}}}}"#
+        ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(mcp.contains("structuredContent"), "{mcp}");
+
+    assert!(edge.terminate().success());
+    let World { core, .. } = world;
+    assert!(core.terminate().success());
+    let received = {
+        let spans = spans.clone();
+        tokio::task::spawn_blocking(move || {
+            spans.wait_for(Duration::from_secs(10), |s| {
+                [TRACE_ID, MCP_TRACE].iter().all(|t| s.iter().any(|s| &s.trace_id == t && s.name == "capsule.run"))
+            })
+        })
+        .await
+        .unwrap()
+    };
+    let in_trace = |trace: &str, name: &str| -> ReceivedSpan {
+        received.iter().find(|s| s.trace_id == trace && s.name == name).cloned().unwrap_or_else(|| {
+            let names: Vec<_> =
+                received.iter().map(|s| (s.service.as_str(), s.name.as_str(), &s.trace_id[..8])).collect();
+            panic!("no {name} span in trace {trace}; got {names:?}")
+        })
+    };
+
+    // A2A: the HTTP header is the parent of the whole tree.
+    let http = in_trace(TRACE_ID, "http.server");
+    assert_eq!(http.service, "world-edge");
+    assert_eq!(http.attribute("http.route"), Some("POST /a2a/"));
+    assert_eq!(http.attribute("http.request.method"), Some("POST"));
+    assert_eq!(http.parent_span_id, CLIENT_SPAN);
+    assert_eq!(http.attribute("http.response.status_code"), Some("200"));
+    let message = in_trace(TRACE_ID, "tasks/send");
+    assert_eq!(message.parent_span_id, http.span_id);
+    assert_eq!(message.attribute("a2a.skill"), Some("tools.echo"));
+    assert_eq!(message.attribute("a2a.task.id"), Some("t-a2a"));
+    let invoke_call = received
+        .iter()
+        .find(|s| s.trace_id == TRACE_ID && s.name == "invoke" && s.service == "world-edge")
+        .expect("the edge's gRPC client span for invoke");
+    assert_eq!(invoke_call.parent_span_id, message.span_id);
+    let server = received
+        .iter()
+        .find(|s| s.trace_id == TRACE_ID && s.name == "rpc.server" && s.parent_span_id == invoke_call.span_id)
+        .expect("the core's server span chains to the edge's client span");
+    assert_eq!(server.service, "world-core");
+    assert_eq!(in_trace(TRACE_ID, "capsule.run").attribute("process.exit.code"), Some("0"));
+
+    // MCP: params._meta.traceparent parents the message span and all below it.
+    let message = in_trace(MCP_TRACE, "tools/call");
+    assert_eq!(message.parent_span_id, MCP_PARENT);
+    assert_eq!(message.attribute("gen_ai.tool.name"), Some("tools_decho"));
+    assert_eq!(message.attribute("mcp.method.name"), Some("tools/call"));
+    assert_eq!(in_trace(MCP_TRACE, "invoke").service, "world-edge");
+    let core_invoke = received
+        .iter()
+        .find(|s| s.trace_id == MCP_TRACE && s.name == "invoke" && s.service == "world-core")
+        .expect("the core's invoke span in the MCP trace");
+    assert_eq!(core_invoke.attribute("world.invocation.id").map(|id| id.starts_with("mcp:ep1:")), Some(true));
+
+    for span in &received {
+        for (key, value) in &span.attributes {
+            assert!(!value.contains(&token), "span {} attribute {key} holds the credential", span.name);
+        }
+    }
+}
