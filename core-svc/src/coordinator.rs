@@ -236,11 +236,14 @@ impl Coordinator {
         let digest = call_digest(&descriptor, &input_ref, pin.as_ref());
         let now = now_unix();
         let stale = now.saturating_sub(self.limits.stale_claim.as_secs() as i64);
+        let claim_started = Instant::now();
         let claim = self
             .store
             .claim_invocation(&id, &digest, &self.owner, now, stale)
             .instrument(tracing::info_span!("reconcile"))
-            .await?;
+            .await;
+        self.metrics.store_operation("claim", claim_started.elapsed());
+        let claim = claim?;
         match claim {
             Claim::Acquired => {}
             Claim::Committed => return self.reconcile(&id, &task).await,
@@ -364,6 +367,7 @@ impl Coordinator {
         }
         let planner = plan(descriptor, id, episode, surface, input.to_vec(), output.clone(), now_unix());
         let commit_span = tracing::info_span!("commit", world.entry.index = tracing::field::Empty);
+        let commit_started = Instant::now();
         let committed = self
             .store
             // The invocation deadline bounds the commit too: a commit waiting its
@@ -371,6 +375,7 @@ impl Coordinator {
             .commit_next(id, planner, remaining)
             .instrument(commit_span.clone())
             .await;
+        self.metrics.store_operation("commit", commit_started.elapsed());
         if let Ok((_, commit)) = &committed {
             commit_span.record(attr::ENTRY_INDEX, commit.entry.entry_index);
         }

@@ -13,13 +13,40 @@ const BUCKETS: [f64; 10] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 
 pub struct Metrics {
     invocations: Mutex<BTreeMap<(String, String), u64>>,
     capsule: Mutex<Histogram>,
+    /// Store operation latency by operation.
+    store: Mutex<BTreeMap<&'static str, Histogram>>,
 }
 
+/// Cumulative buckets, as the exposition format wants them.
 #[derive(Default)]
 struct Histogram {
     counts: [u64; BUCKETS.len()],
     count: u64,
     sum: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        for (count, bound) in self.counts.iter_mut().zip(BUCKETS) {
+            if seconds <= bound {
+                *count += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += seconds;
+    }
+
+    fn render(&self, name: &str, labels: &str, out: &mut String) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        for (count, bound) in self.counts.iter().zip(BUCKETS) {
+            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {count}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}", self.count);
+        let braces = if labels.is_empty() { String::new() } else { format!("{{{labels}}}") };
+        let _ = writeln!(out, "{name}_sum{braces} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{braces} {}", self.count);
+    }
 }
 
 impl Metrics {
@@ -29,15 +56,11 @@ impl Metrics {
     }
 
     pub fn capsule_run(&self, elapsed: Duration) {
-        let seconds = elapsed.as_secs_f64();
-        let mut histogram = self.capsule.lock().unwrap_or_else(|p| p.into_inner());
-        for (count, bound) in histogram.counts.iter_mut().zip(BUCKETS) {
-            if seconds <= bound {
-                *count += 1;
-            }
-        }
-        histogram.count += 1;
-        histogram.sum += seconds;
+        self.capsule.lock().unwrap_or_else(|p| p.into_inner()).observe(elapsed);
+    }
+
+    pub fn store_operation(&self, operation: &'static str, elapsed: Duration) {
+        self.store.lock().unwrap_or_else(|p| p.into_inner()).entry(operation).or_default().observe(elapsed);
     }
 
     /// The Prometheus text exposition, with the slot gauge read now.
@@ -55,13 +78,12 @@ impl Metrics {
         }
         out.push_str("# HELP world_core_capsule_run_seconds Interpreter run durations.\n");
         out.push_str("# TYPE world_core_capsule_run_seconds histogram\n");
-        let histogram = self.capsule.lock().unwrap_or_else(|p| p.into_inner());
-        for (count, bound) in histogram.counts.iter().zip(BUCKETS) {
-            let _ = writeln!(out, "world_core_capsule_run_seconds_bucket{{le=\"{bound}\"}} {count}");
+        self.capsule.lock().unwrap_or_else(|p| p.into_inner()).render("world_core_capsule_run_seconds", "", &mut out);
+        out.push_str("# HELP world_core_store_operation_seconds Store operation latency by operation.\n");
+        out.push_str("# TYPE world_core_store_operation_seconds histogram\n");
+        for (operation, histogram) in self.store.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            histogram.render("world_core_store_operation_seconds", &format!("operation=\"{operation}\""), &mut out);
         }
-        let _ = writeln!(out, "world_core_capsule_run_seconds_bucket{{le=\"+Inf\"}} {}", histogram.count);
-        let _ = writeln!(out, "world_core_capsule_run_seconds_sum {}", histogram.sum);
-        let _ = writeln!(out, "world_core_capsule_run_seconds_count {}", histogram.count);
         out.push_str("# HELP world_core_subprocesses_in_use Interpreter subprocess slots in use.\n");
         out.push_str("# TYPE world_core_subprocesses_in_use gauge\n");
         let _ = writeln!(out, "world_core_subprocesses_in_use {slots_in_use}");
@@ -84,7 +106,10 @@ mod tests {
         metrics.invocation("tools.echo", "committed");
         metrics.invocation("tools.echo", "execution_failed");
         metrics.capsule_run(Duration::from_millis(30));
+        metrics.store_operation("commit", Duration::from_millis(2));
         let text = metrics.render(2);
+        assert!(text.contains("world_core_store_operation_seconds_bucket{operation=\"commit\",le=\"0.005\"} 1\n"));
+        assert!(text.contains("world_core_store_operation_seconds_count{operation=\"commit\"} 1\n"));
         assert!(text.contains("world_core_invocations_total{transition=\"tools.echo\",outcome=\"committed\"} 2\n"));
         assert!(text.contains("outcome=\"execution_failed\"} 1\n"));
         assert!(text.contains("world_core_capsule_run_seconds_bucket{le=\"0.025\"} 0\n"));

@@ -53,6 +53,15 @@ impl Metrics {
         histogram.count += 1;
     }
 
+    /// The exposition plus the gauge of MCP host-callback slots in use now.
+    pub fn render_with_callbacks(&self, callbacks_in_use: usize) -> String {
+        let mut out = self.render();
+        out.push_str("# HELP world_edge_host_callbacks_in_use MCP host-callback slots in use.\n");
+        out.push_str("# TYPE world_edge_host_callbacks_in_use gauge\n");
+        let _ = writeln!(out, "world_edge_host_callbacks_in_use {callbacks_in_use}");
+        out
+    }
+
     /// The text exposition format, version 0.0.4.
     pub fn render(&self) -> String {
         let registry = self.registry();
