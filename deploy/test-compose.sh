@@ -93,7 +93,8 @@ services:
         BASE: $base
     image: ${tag}-sink
 EOF
-compose() { "${compose_cmd[@]}" -p "$project" -f deploy/docker-compose.yml -f "$work/override.yml" "$@"; }
+# Every compose call is bounded too, so a hung engine cannot stall the run.
+compose() { timeout 600 "${compose_cmd[@]}" -p "$project" -f deploy/docker-compose.yml -f "$work/override.yml" "$@"; }
 
 cleanup() {
     local rc=$?
@@ -134,7 +135,7 @@ wait_for() {
 attended() {
     local answer=$1 command=$2
     { sleep 3; printf '%s\n' "$answer"; sleep 2; } |
-        env -u CI script -qec "$command" /dev/null >"$work/tty.log" 2>&1
+        timeout 180 env -u CI script -qec "$command" /dev/null >"$work/tty.log" 2>&1
 }
 
 # --- 1. base image (cached) ---------------------------------------------------
@@ -155,7 +156,7 @@ compose_line=$(q "${compose_cmd[@]}" -p "$project" -f deploy/docker-compose.yml 
 
 say "bootstrap: first serve (epoch 1)"
 compose up -d core >/dev/null 2>&1 || fail "compose up core failed"
-wait_for "the core's startup line" 60 sh -c "$compose_line logs --no-color core | grep -q 'world-core listening on grpc://'"
+wait_for "the core's startup line" 60 sh -c "timeout 30 $compose_line logs --no-color core | grep -q 'world-core listening on grpc://'"
 compose stop core >/dev/null 2>&1
 
 say "bootstrap: publish packages/examples (attended)"
@@ -184,17 +185,17 @@ port=$(compose port proxy 80 | sed -n 's/.*:\([0-9][0-9]*\)$/\1/p')
 [ -n "$port" ] || fail "the proxy publishes no port"
 url="http://127.0.0.1:$port"
 say "proxy on $url"
-wait_for "$url/v1/health" 60 curl -fsS "$url/v1/health"
+wait_for "$url/v1/health" 60 curl -fsS --max-time 5 "$url/v1/health"
 
 edge_ids=$(compose ps -q edge)
 [ "$(wc -w <<<"$edge_ids")" -eq "$edges" ] || fail "expected $edges edge containers, found: $edge_ids"
 for id in $edge_ids; do
-    wait_for "edge $id healthy" 60 docker exec "$id" curl -fsS -o /dev/null http://127.0.0.1:7644/v1/health
+    wait_for "edge $id healthy" 60 timeout 30 docker exec "$id" curl -fsS --max-time 5 -o /dev/null http://127.0.0.1:7644/v1/health
 done
 
 # Requests the edge has answered on /a2a/, from one replica's /metrics.
 a2a_count() {
-    docker exec "$1" curl -fsS http://127.0.0.1:7644/metrics |
+    timeout 30 docker exec "$1" curl -fsS --max-time 10 http://127.0.0.1:7644/metrics |
         awk '/^world_edge_http_requests_total\{/ && /a2a/ { n += $NF } END { print n + 0 }'
 }
 declare -A before
@@ -232,7 +233,7 @@ say "calls spread over $served of $edges edge replicas"
 # --- traces -------------------------------------------------------------------
 # The receiver answers Jaeger's /api/traces; the query runs inside the
 # network (from the proxy container), exactly as it would against Jaeger.
-traces() { compose exec -T proxy curl -fsS "http://jaeger:16686/api/traces?service=$1&limit=1000"; }
+traces() { compose exec -T proxy curl -fsS --max-time 10 "http://jaeger:16686/api/traces?service=$1&limit=1000"; }
 check_traces() {
     traces world-core >"$work/core-traces.json" && python3 - "$work/core-traces.json" "$work/sent-traces" "$@" <<'PY'
 import json, sys
