@@ -191,6 +191,10 @@ pub async fn serve(args: EdgeArgs) -> Result<(), ServeError> {
     tracing::info!(%address, cores = ?args.core, "world-edge serving");
 
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+    // Without TCP_NODELAY small replies can wait out a delayed ACK (~40 ms).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        let _ = stream.set_nodelay(true);
+    });
     let server = axum::serve(listener, app(state)).with_graceful_shutdown(async move {
         shutdown_signal().await;
         tracing::info!("stopping: draining open connections");

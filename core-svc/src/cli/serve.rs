@@ -149,7 +149,9 @@ pub async fn serve_grpc(
     let router = world_core::grpc::router(core).map_err(Failed::fatal)?;
     println!("world-core listening on grpc://{address}");
     tracing::info!(%address, store = %location, "world-core serving");
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // Small request/reply frames: without TCP_NODELAY each one can wait out
+    // a delayed ACK (~40 ms) on loopback.
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     router
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
