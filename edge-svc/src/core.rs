@@ -128,13 +128,7 @@ impl CoreClient {
                 .inspect_err(|_| tracing::warn!(what, "authorization value is not valid metadata"))
                 .ok()
         });
-        let span = tracing::info_span!(
-            "rpc.client",
-            otel.kind = "client",
-            otel.name = what,
-            rpc.system = "grpc",
-            rpc.method = what,
-        );
+        let span = tracing::info_span!("rpc.client", otel.kind = "client", rpc.system = "grpc", rpc.method = what,);
         let request = |message: Q| {
             let mut request = Request::new(message);
             request.set_timeout(timeout);

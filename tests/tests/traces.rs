@@ -179,7 +179,7 @@ async fn edge_and_core_spans_share_the_clients_trace() {
     assert_eq!(message.attribute("a2a.task.id"), Some("t-a2a"));
     let invoke_call = received
         .iter()
-        .find(|s| s.trace_id == TRACE_ID && s.name == "invoke" && s.service == "world-edge")
+        .find(|s| s.trace_id == TRACE_ID && s.name == "rpc.client" && s.attribute("rpc.method") == Some("invoke"))
         .expect("the edge's gRPC client span for invoke");
     assert_eq!(invoke_call.parent_span_id, message.span_id);
     let server = received
@@ -194,7 +194,7 @@ async fn edge_and_core_spans_share_the_clients_trace() {
     assert_eq!(message.parent_span_id, MCP_PARENT);
     assert_eq!(message.attribute("gen_ai.tool.name"), Some("tools_decho"));
     assert_eq!(message.attribute("mcp.method.name"), Some("tools/call"));
-    assert_eq!(in_trace(MCP_TRACE, "invoke").service, "world-edge");
+    assert_eq!(in_trace(MCP_TRACE, "rpc.client").parent_span_id, message.span_id);
     let core_invoke = received
         .iter()
         .find(|s| s.trace_id == MCP_TRACE && s.name == "invoke" && s.service == "world-core")
