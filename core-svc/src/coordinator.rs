@@ -250,8 +250,11 @@ impl Coordinator {
             Claim::InFlight | Claim::DifferentCall => return Err(Refusal::of(FailureCode::TaskIdUsed)),
         }
         let result = self.execute_and_commit(&descriptor, &id, &task, episode, &input, deadline, call.surface).await;
-        let committed = result.is_ok();
-        if let Err(error) = self.store.release_invocation(&id, committed).await {
+        // A commit marks its claim committed inside the commit transaction;
+        // only a call that did not commit has a claim to free.
+        if result.is_err()
+            && let Err(error) = self.store.release_invocation(&id, false).await
+        {
             tracing::warn!(%error, invocation = %id, "releasing the invocation claim failed; it expires on its own");
         }
         result
