@@ -384,7 +384,13 @@ impl Coordinator {
         }
         let (_, commit) = match committed {
             Ok(done) => done,
-            Err(StoreError::AlreadyCommitted { .. }) => return self.reconcile(id, task).await,
+            Err(StoreError::AlreadyCommitted { .. }) => {
+                // An earlier owner committed this call; the claim we took over says so too.
+                if let Err(error) = self.store.release_invocation(id, true).await {
+                    tracing::warn!(%error, invocation = %id, "marking the invocation claim committed failed");
+                }
+                return self.reconcile(id, task).await;
+            }
             Err(error) => return Err(error.into()),
         };
         Ok(Invoked {
