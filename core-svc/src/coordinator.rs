@@ -230,29 +230,34 @@ impl Coordinator {
         *invocation = Some(id.clone());
         let episode = &call.session.episode;
 
-        // R17 + reconcile: the claim says whether this id is free, running,
-        // or already committed for this very call.
-        let input_ref = HashRef::of(&input);
-        let digest = call_digest(&descriptor, &input_ref, pin.as_ref());
-        let now = now_unix();
-        let stale = now.saturating_sub(self.limits.stale_claim.as_secs() as i64);
-        let claim_started = Instant::now();
-        let claim = self
-            .store
-            .claim_invocation(&id, &digest, &self.owner, now, stale)
-            .instrument(tracing::info_span!("reconcile"))
-            .await;
-        self.metrics.store_operation("claim", claim_started.elapsed());
-        let claim = claim?;
-        match claim {
-            Claim::Acquired => {}
-            Claim::Committed => return self.reconcile(&id, &task).await,
-            Claim::InFlight | Claim::DifferentCall => return Err(Refusal::of(FailureCode::TaskIdUsed)),
+        // A task id the core minted just now (MCP) cannot name an earlier or a
+        // concurrent call, so it needs no claim: one write fewer per call.
+        let minted = call.task_id.is_none();
+        if !minted {
+            // R17 + reconcile: the claim says whether this id is free, running,
+            // or already committed for this very call.
+            let input_ref = HashRef::of(&input);
+            let digest = call_digest(&descriptor, &input_ref, pin.as_ref());
+            let now = now_unix();
+            let stale = now.saturating_sub(self.limits.stale_claim.as_secs() as i64);
+            let claim_started = Instant::now();
+            let claim = self
+                .store
+                .claim_invocation(&id, &digest, &self.owner, now, stale)
+                .instrument(tracing::info_span!("reconcile"))
+                .await;
+            self.metrics.store_operation("claim", claim_started.elapsed());
+            match claim? {
+                Claim::Acquired => {}
+                Claim::Committed => return self.reconcile(&id, &task).await,
+                Claim::InFlight | Claim::DifferentCall => return Err(Refusal::of(FailureCode::TaskIdUsed)),
+            }
         }
         let result = self.execute_and_commit(&descriptor, &id, &task, episode, &input, deadline, call.surface).await;
         // A commit marks its claim committed inside the commit transaction;
         // only a call that did not commit has a claim to free.
         if result.is_err()
+            && !minted
             && let Err(error) = self.store.release_invocation(&id, false).await
         {
             tracing::warn!(%error, invocation = %id, "releasing the invocation claim failed; it expires on its own");
