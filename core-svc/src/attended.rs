@@ -30,16 +30,6 @@ pub fn confirm_yes(step: &str, prompt: &str) -> Result<(), AttendedError> {
     }
 }
 
-/// Asks `prompt` at the terminal and accepts only the exact `phrase`.
-pub fn confirm_phrase(step: &str, prompt: &str, phrase: &str) -> Result<(), AttendedError> {
-    let answer = ask(step, prompt)?;
-    if answer.trim_end_matches(['\r', '\n']) == phrase {
-        Ok(())
-    } else {
-        Err(AttendedError::Declined { step: step.to_owned() })
-    }
-}
-
 fn ask(step: &str, prompt: &str) -> Result<String, AttendedError> {
     if ci_is_set() {
         return Err(AttendedError::UnderCi { step: step.to_owned() });

@@ -198,11 +198,6 @@ impl Store {
         Ok((Committed { selected_head: next, replayed: false }, commit.clone()))
     }
 
-    /// Whether `entry` landed: the log row at its index equals it field for field.
-    pub async fn commit_landed(&self, entry: &super::LogEntry) -> Result<bool, StoreError> {
-        Ok(self.log_entry(entry.entry_index).await?.as_ref() == Some(entry))
-    }
-
     pub async fn receipt(&self, invocation_id: &str) -> Result<Receipt, StoreError> {
         journal::receipt(&mut *self.pool.acquire().await?, invocation_id).await
     }

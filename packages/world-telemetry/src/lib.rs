@@ -57,10 +57,6 @@ pub struct Telemetry {
 }
 
 impl Telemetry {
-    pub fn exporting(&self) -> bool {
-        self.provider.is_some()
-    }
-
     /// Flushes and stops the exporter (call before the process exits).
     pub fn shutdown(self) {
         if let Some(provider) = self.provider {
