@@ -175,7 +175,13 @@ impl Coordinator {
                     Ok(_) => "committed",
                     Err(refusal) => refusal.failure.code.as_str(),
                 };
-                this.metrics.invocation(&transition, outcome);
+                // Only a bound transition names its series: ids callers make up
+                // must not grow the metrics without bound.
+                let bound = !matches!(
+                    &result,
+                    Err(refusal) if matches!(refusal.failure.code, FailureCode::NotAuthorized | FailureCode::InvalidParams)
+                );
+                this.metrics.invocation(if bound { &transition } else { "-" }, outcome);
                 let span = tracing::Span::current();
                 span.record(attr::OUTCOME, outcome);
                 match &result {
