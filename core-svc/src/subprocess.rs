@@ -85,6 +85,17 @@ impl Slots {
 pub async fn run(mut command: Command, _slot: Slot, timeout: Duration, cap: usize) -> Result<Finished, RunError> {
     let program = format!("{:?}", command.as_std().get_program());
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
+    // A core that dies abruptly (SIGKILL, OOM) runs no destructor; the kernel
+    // still ends the child with it, so no interpreter outlives its core.
+    // SAFETY: prctl is async-signal-safe and touches only the child.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let mut child = command.spawn().map_err(|e| RunError::Spawn { program, cause: e.to_string() })?;
     let pid = child.id().and_then(|id| i32::try_from(id).ok());
     let kill_group = || {

@@ -206,3 +206,67 @@ async fn a_call_beyond_the_subprocess_slots_is_refused_not_queued() {
     // With the slot free again the same call goes through.
     invoked(invoke(&mut quick_client, &token, "quick-1", r#"{"a":1}"#).await);
 }
+
+/// The live (not zombie) children of `parent`, from /proc.
+fn children_of(parent: i32) -> Vec<i32> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { continue };
+        let field = |name: &str| {
+            status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_owned()).unwrap_or_default()
+        };
+        if field("PPid:") == parent.to_string() && !field("State:").starts_with('Z') {
+            children.push(pid);
+        }
+    }
+    children
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("State:") && !l.contains('Z')))
+}
+
+/// A core killed outright (no destructor runs) takes its interpreter runs with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_interpreter_outlives_a_killed_core() {
+    let world = World::published(
+        &world_tests::fixture("invoke/transitions.json"),
+        10,
+        world_tests::Setup { genesis: true, interpreter: true, edge_args: &[] },
+    );
+    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let mut client = client(&world).await;
+    let spin = tokio::spawn(async move {
+        let mut request = tonic::Request::new(pb::InvokeRequest {
+            surface: "a2a".into(),
+            transition_id: "tests.spin".into(),
+            task_id: "spin-forever".into(),
+            arguments: br#"{"outer":100000000}"#.to_vec(),
+            transition_fn: String::new(),
+        });
+        request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+        client.invoke(request).await
+    });
+    let core_pid = world.core.pid();
+    let mut runs = Vec::new();
+    for _ in 0..50 {
+        runs = children_of(core_pid);
+        if !runs.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(!runs.is_empty(), "the spin transition never started an interpreter");
+    // SAFETY: signals the core process we started.
+    unsafe { libc::kill(core_pid, libc::SIGKILL) };
+    let _ = spin.await;
+    for _ in 0..50 {
+        if !runs.iter().any(|pid| alive(*pid)) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("interpreter runs {runs:?} outlived their killed core");
+}
