@@ -121,6 +121,19 @@ impl World {
         mint(&self.store, episode, grants, ttl)
     }
 
+    /// How many log entries the edge's `GET /v1/log` shows (at most one page).
+    pub async fn log_len(&self, token: &str) -> usize {
+        let response = http()
+            .get(self.url("/v1/log?from=0&limit=500"))
+            .header("Authorization", format!("Bearer {token}"))
+            .send()
+            .await
+            .expect("GET /v1/log");
+        assert_eq!(response.status(), reqwest::StatusCode::OK);
+        let page: serde_json::Value = response.json().await.expect("a JSON log page");
+        page["items"].as_array().map(Vec::len).expect("a log page")
+    }
+
     /// Runs a `world-core` verb against this world's store.
     pub fn core_verb(&self, args: &[&str]) -> Output {
         let mut command = Command::new(bin("world-core"));

@@ -57,18 +57,6 @@ async fn assert_error(world: &World, token: &str, body: impl Into<reqwest::Body>
     assert_eq!(answer.body, error(code, message, id));
 }
 
-async fn log_len(world: &World, token: &str) -> usize {
-    let response = http()
-        .get(world.url("/v1/log?from=0&limit=500"))
-        .header("Authorization", format!("Bearer {token}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    let page: Value = response.json().await.unwrap();
-    page["items"].as_array().or(page.as_array()).map(Vec::len).expect("a log page")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seed_example_completes_and_a_resent_task_returns_the_committed_entry() {
     let world = fixture_world(Setup::default());
@@ -85,12 +73,12 @@ async fn the_seed_example_completes_and_a_resent_task_returns_the_committed_entr
             "{{\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{{\"artifacts\":[{{\"parts\":[{{\"data\":{{\"echo\":{{\"path\":\"hello.ail\"}}}},\"type\":\"data\"}}]}}],\"id\":\"read-1\",\"metadata\":{{\"entry_index\":1,\"invocation_id\":\"a2a:ep1:read-1\",\"world_ref\":\"{world_ref}\"}},\"status\":{{\"state\":\"completed\"}}}}}}\n"
         )
     );
-    assert_eq!(log_len(&world, &token).await, 2, "genesis and the call");
+    assert_eq!(world.log_len(&token).await, 2, "genesis and the call");
 
     // The same task id and call again: the committed result, nothing new in the log.
     let again = post(&world, &token, body).await;
     assert_eq!(again.body, first.body);
-    assert_eq!(log_len(&world, &token).await, 2, "the resend added no entry");
+    assert_eq!(world.log_len(&token).await, 2, "the resend added no entry");
 
     // The same task id for different arguments.
     let different = send("tasks/send", json!(2), "read-1", skill("tools.echo"), json!({"path":"other.ail"}));
@@ -104,7 +92,7 @@ async fn the_seed_example_completes_and_a_resent_task_returns_the_committed_entr
     assert_eq!(parsed["result"]["metadata"]["entry_index"], 2);
     assert_eq!(parsed["result"]["metadata"]["invocation_id"], "a2a:ep1:alias-1");
     assert!(answer.body.contains(r#""data":{"echo":{"a":"\u003c\u0026\u003e","z":1}}"#), "{}", answer.body);
-    assert_eq!(log_len(&world, &token).await, 3);
+    assert_eq!(world.log_len(&token).await, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,7 +188,7 @@ async fn every_reachable_error_row_is_the_seed_text() {
         let body = send("tasks/send", json!(8), &format!("run-{n}"), skill(transition), json!({}));
         assert_error(&world, &token, body, -32603, message, "8").await;
     }
-    assert_eq!(log_len(&world, &token).await, 1, "no refused call committed anything");
+    assert_eq!(world.log_len(&token).await, 1, "no refused call committed anything");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -241,5 +229,5 @@ async fn a_call_past_the_deadline_is_refused_and_closes_the_connection() {
     assert_eq!(answer.body, error(-32603, "invocation exceeded its deadline", "1"));
     assert_eq!(answer.connection.as_deref(), Some("close"));
     assert!(elapsed >= Duration::from_secs(19) && elapsed < Duration::from_secs(26), "{elapsed:?}");
-    assert_eq!(log_len(&world, &token).await, 1);
+    assert_eq!(world.log_len(&token).await, 1);
 }

@@ -63,17 +63,6 @@ fn call(id: i64, name: &str, arguments: Value) -> String {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":arguments}}).to_string()
 }
 
-async fn log_len(world: &World, token: &str) -> usize {
-    let response = http()
-        .get(world.url("/v1/log?from=0&limit=500"))
-        .header("Authorization", format!("Bearer {token}"))
-        .send()
-        .await
-        .unwrap();
-    let page: Value = response.json().await.unwrap();
-    page["items"].as_array().or(page.as_array()).map(Vec::len).expect("a log page")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_requirement_and_error_row() {
     let world = fixture_world(Setup::default());
@@ -194,7 +183,7 @@ async fn every_request_requirement_and_error_row() {
     let long = world.mint("ep2", &["world.apply=long:10"], 3600);
     let answer = post(url, &long, ping).await;
     assert_answer(&answer, 200, JSON, &host_failed("null"), "name over 64 bytes");
-    assert_eq!(log_len(&world, &token).await, 1, "no refused call committed anything");
+    assert_eq!(world.log_len(&token).await, 1, "no refused call committed anything");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -261,7 +250,7 @@ async fn the_methods_answer_with_one_sse_event() {
         ),
         "tools/call",
     );
-    assert_eq!(log_len(&world, &token).await, 2);
+    assert_eq!(world.log_len(&token).await, 2);
 
     // Arguments the schema refuses: the tool's own error result, naming the violation.
     let answer = post(url, &token, call(4, "tests_dnamed", json!({"other": 1}))).await;
@@ -272,7 +261,7 @@ async fn the_methods_answer_with_one_sse_event() {
     assert!(text.starts_with("arguments do not match the input schema: ") && text.contains("name"), "{text}");
     assert_eq!(result["result"]["isError"], true);
     assert_eq!(result["result"].as_object().unwrap().len(), 2, "no structuredContent: {data}");
-    assert_eq!(log_len(&world, &token).await, 2, "a refused call commits nothing");
+    assert_eq!(world.log_len(&token).await, 2, "a refused call commits nothing");
 
     // A batch of two calls (default version): run in order, two entries, one event.
     let batch = format!("[{},{}]", call(5, "tools_decho", json!({"n":1})), call(5, "tools_decho", json!({"n":2})));
@@ -286,7 +275,7 @@ async fn the_methods_answer_with_one_sse_event() {
         ),
         "batch",
     );
-    assert_eq!(log_len(&world, &token).await, 4, "each call item committed its own entry");
+    assert_eq!(world.log_len(&token).await, 4, "each call item committed its own entry");
     let entry: Value = http()
         .get(world.url("/v1/log/3"))
         .header("Authorization", format!("Bearer {token}"))
@@ -308,7 +297,7 @@ async fn the_methods_answer_with_one_sse_event() {
         &format!("{}\n", rpc_error("6", -32600, r#"expected jsonrpc: \"2.0\""#)),
         "bad item",
     );
-    assert_eq!(log_len(&world, &token).await, 5);
+    assert_eq!(world.log_len(&token).await, 5);
 }
 
 /// Calls of `tests.spin` that each take about `seconds`, measured on this machine.
