@@ -259,7 +259,8 @@ impl Coordinator {
                 Claim::InFlight | Claim::DifferentCall => return Err(Refusal::of(FailureCode::TaskIdUsed)),
             }
         }
-        let result = self.execute_and_commit(&descriptor, &id, &task, episode, &input, deadline, call.surface).await;
+        let result =
+            self.execute_and_commit(&descriptor, &id, &task, episode, &input, deadline, call.surface, !minted).await;
         // A commit marks its claim committed inside the commit transaction;
         // only a call that did not commit has a claim to free.
         if result.is_err()
@@ -319,6 +320,7 @@ impl Coordinator {
         input: &[u8],
         deadline: Instant,
         surface: Surface,
+        claimed: bool,
     ) -> Result<Invoked, Refusal> {
         // R6: the source object exists and hashes to its ref.
         let source = self
@@ -386,7 +388,7 @@ impl Coordinator {
             .store
             // The invocation deadline bounds the commit too: a commit waiting its
             // turn behind others is still on time until the call is not.
-            .commit_next(id, planner, remaining)
+            .commit_next(id, planner, claimed, remaining)
             .instrument(commit_span.clone())
             .await;
         self.metrics.store_operation("commit", commit_started.elapsed());

@@ -438,14 +438,17 @@ async fn a_planned_commit_extends_the_current_head_and_reports_a_committed_id(lo
     let planner = |payload: &'static str| -> world_core::store::Planner {
         Box::new(move |world: &WorldRow| next_commit(Some(world), payload, Some("a2a:ep1:planned")))
     };
-    assert!(matches!(store.commit_next("a2a:ep1:planned", planner("x"), BUDGET).await, Err(StoreError::WorldAbsent)));
+    assert!(matches!(
+        store.commit_next("a2a:ep1:planned", planner("x"), true, BUDGET).await,
+        Err(StoreError::WorldAbsent)
+    ));
     let genesis = genesis::commit_genesis(&store, 1).await.unwrap();
     // Another commit lands first: the planned one still extends whatever is current.
     store.commit(next_commit(Some(&genesis), "other", None), BUDGET).await.unwrap();
-    let (_, commit) = store.commit_next("a2a:ep1:planned", planner("planned"), BUDGET).await.unwrap();
+    let (_, commit) = store.commit_next("a2a:ep1:planned", planner("planned"), true, BUDGET).await.unwrap();
     assert_eq!(commit.entry.entry_index, 2);
     assert_eq!(store.selected_head().await.unwrap(), Some(commit.next_world.reference));
-    match store.commit_next("a2a:ep1:planned", planner("again"), BUDGET).await {
+    match store.commit_next("a2a:ep1:planned", planner("again"), true, BUDGET).await {
         Err(StoreError::AlreadyCommitted { result_ref, .. }) => assert_eq!(result_ref, commit.next_world.reference),
         other => panic!("a committed id must not be planned again: {other:?}"),
     }

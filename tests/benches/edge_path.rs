@@ -8,7 +8,8 @@
 //!   directly, both at 8 concurrent (target ≥ 0.5×).
 //!
 //! An answer whose body is a JSON-RPC error counts as a failure, not a success.
-//! Each loop is bounded in time; traffic stays on loopback.
+//! Each loop is bounded in time; traffic stays on loopback. `-- list` or
+//! `-- call` runs one pair only (for profiling).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,6 +101,17 @@ async fn main() {
     let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
     let mcp = world.url("/mcp/");
 
+    let only = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
+    let runs = |pair: &str| only.as_deref().is_none_or(|only| only == pair);
+    if runs("list") {
+        list_pair(&client, &mcp, &token).await;
+    }
+    if runs("call") {
+        call_pair(&client, &mcp, &token).await;
+    }
+}
+
+async fn list_pair(client: &reqwest::Client, mcp: &str, token: &str) {
     let echo = bare_echo().await;
     let (baseline, _) = {
         let (client, echo) = (client.clone(), echo.clone());
@@ -110,7 +122,7 @@ async fn main() {
         .await
     };
     let (listed, list_failures) = {
-        let (client, mcp, token) = (client.clone(), mcp.clone(), token.clone());
+        let (client, mcp, token) = (client.clone(), mcp.to_owned(), token.to_owned());
         measure(32, move || {
             let request = mcp_post(&client, &mcp, &token, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
             succeeded(request)
@@ -121,7 +133,9 @@ async fn main() {
         "tools/list  edge→core {listed:9.0}/s  bare echo {baseline:9.0}/s  ratio {:.2}× (target ≥ 0.25×)  failures {list_failures}",
         listed / baseline
     );
+}
 
+async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str) {
     // The spawn loop: exactly the capsule's argv and environment, no World around it.
     let source = std::fs::read(examples_dir().join("echo.ail")).unwrap();
     let root = tempfile::tempdir().unwrap();
@@ -153,7 +167,7 @@ async fn main() {
     })
     .await;
     let (called, call_failures) = {
-        let (client, mcp, token) = (client.clone(), mcp.clone(), token.clone());
+        let (client, mcp, token) = (client.clone(), mcp.to_owned(), token.to_owned());
         measure(8, move || {
             let request = mcp_post(
                 &client,

@@ -83,6 +83,7 @@ impl Store {
         } else {
             "DELETE FROM invocation_claims WHERE invocation_id = $1 AND state = 'running'"
         };
+        let _turn = self.writer_turn().await;
         sqlx::query(sql).bind(invocation_id).execute(&self.pool).await?;
         Ok(())
     }

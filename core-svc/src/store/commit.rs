@@ -8,11 +8,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 
 use super::journal::{self, IntentKey};
 use super::{
-    Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, WorldRow, head, insert_object, set_head,
+    Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, head, insert_objects,
+    placeholders, set_head,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -31,7 +32,12 @@ pub type Planner = Box<dyn FnOnce(&WorldRow) -> Commit + Send>;
 /// loses a race to another commit.
 enum Proposal {
     Fixed(Box<Commit>),
-    Planned { invocation_id: String, planner: Planner },
+    /// `claimed`: the call holds an invocation claim, which turns committed with the commit.
+    Planned {
+        invocation_id: String,
+        planner: Planner,
+        claimed: bool,
+    },
 }
 
 impl Store {
@@ -45,13 +51,15 @@ impl Store {
     /// Plans and commits the next entry on whatever head is selected when
     /// the transaction holds the write lock. An invocation id that already
     /// committed is reported as `AlreadyCommitted`, never planned again.
+    /// `claimed` says the call holds an invocation claim to mark committed.
     pub async fn commit_next(
         &self,
         invocation_id: &str,
         planner: Planner,
+        claimed: bool,
         budget: Duration,
     ) -> Result<(Committed, Commit), StoreError> {
-        let proposal = Proposal::Planned { invocation_id: invocation_id.to_owned(), planner };
+        let proposal = Proposal::Planned { invocation_id: invocation_id.to_owned(), planner, claimed };
         let (committed, commit) = self.run_commit(proposal, budget).await?;
         Ok((committed, commit))
     }
@@ -78,52 +86,66 @@ impl Store {
         }
     }
 
+    /// The transaction is a handful of statements whatever the commit holds: each round trip
+    /// here is made while the store's one write lock is held.
     async fn commit_in_tx(&self, proposal: Proposal, phase: &Mutex<Phase>) -> Result<(Committed, Commit), StoreError> {
         let mut tx = self.write_tx().await?;
-        let planned = matches!(proposal, Proposal::Planned { .. });
-        let commit = match proposal {
-            Proposal::Fixed(commit) => *commit,
-            Proposal::Planned { invocation_id, planner } => {
+        // `on_current`: the commit was planned on the head read in this transaction.
+        let (commit, on_current, claimed, journaled) = match proposal {
+            Proposal::Fixed(commit) => {
+                let journaled = match &commit.invocation_id {
+                    Some(id) => Some(journal::state(&mut tx, id).await?),
+                    None => None,
+                };
+                (*commit, false, false, journaled)
+            }
+            Proposal::Planned { invocation_id, planner, claimed } => {
                 let state = journal::state(&mut tx, &invocation_id).await?;
                 if let Some(result_ref) = state.outcome_ref {
                     return Err(StoreError::AlreadyCommitted { invocation_id, result_ref });
                 }
-                let head = head(&mut tx, SELECTED_WORLD_HEAD).await?.ok_or(StoreError::WorldAbsent)?;
-                let world = world_in(&mut tx, &head).await?;
+                let world = selected_world(&mut tx).await?.ok_or(StoreError::WorldAbsent)?;
                 let commit = planner(&world);
                 validate(&commit)?;
                 if commit.invocation_id.as_deref() != Some(invocation_id.as_str()) {
                     return Err(StoreError::invalid("invocationId", "the planned commit names another invocation"));
                 }
-                commit
+                let on_current = commit.observed_head == Some(world.reference);
+                (commit, on_current, claimed, Some(state))
             }
         };
         let commit = &commit;
         let next = commit.next_world.reference;
 
-        let mut journal_intent_exists = false;
-        if let Some(id) = &commit.invocation_id {
-            let state = journal::state(&mut tx, id).await?;
-            if let Some(existing) = state.intent {
-                if existing != IntentKey::of(commit, id) {
+        // The journal rows this commit adds: its intent unless one is journaled, and its outcome.
+        let mut journal_rows = Vec::new();
+        if let (Some(id), Some(state)) = (&commit.invocation_id, journaled) {
+            match state.intent {
+                Some(existing) if existing != IntentKey::of(commit, id) => {
                     return Err(StoreError::DuplicateInvocation { invocation_id: id.clone(), kind: "commit" });
                 }
-                if state.outcome_ref.is_some() {
+                Some(_) if state.outcome_ref.is_some() => {
                     return Ok((Committed { selected_head: next, replayed: true }, commit.clone()));
                 }
-                journal_intent_exists = true;
+                Some(_) => {}
+                None => journal_rows
+                    .push(("intent", journal::intent_object(&IntentKey::of(commit, id), commit.logical_time))),
+            }
+            journal_rows.push(("outcome", journal::committed_outcome_object(id, &next, commit.logical_time)));
+        }
+
+        if !on_current {
+            let selected = head(&mut tx, SELECTED_WORLD_HEAD).await?;
+            if selected != commit.observed_head {
+                return Err(StoreError::Conflict { observed: commit.observed_head, selected });
             }
         }
 
-        let selected = head(&mut tx, SELECTED_WORLD_HEAD).await?;
-        if selected != commit.observed_head {
-            return Err(StoreError::Conflict { observed: commit.observed_head, selected });
+        let mut objects = Vec::with_capacity(commit.objects.len() + journal_rows.len());
+        for object in commit.objects.iter().chain(journal_rows.iter().map(|(_, object)| object)) {
+            objects.push((object, object.verify("object")?));
         }
-
-        for object in &commit.objects {
-            let payload = object.verify("object")?;
-            insert_object(&mut tx, object, payload).await?;
-        }
+        insert_objects(&mut tx, &objects).await?;
         let world = &commit.next_world;
         sqlx::query(
             "INSERT INTO worlds (world_ref, revision, state_root, log_head) VALUES ($1, $2, $3, $4) \
@@ -159,24 +181,13 @@ impl Store {
         .bind(entry.transition_ref.to_string())
         .execute(&mut *tx)
         .await?;
-        for object in &commit.objects {
-            sqlx::query(
-                "INSERT INTO commit_objects (object_ref, entry_index) VALUES ($1, $2) \
-                 ON CONFLICT (object_ref, entry_index) DO NOTHING",
-            )
-            .bind(object.hash.to_string())
-            .bind(entry.entry_index)
-            .execute(&mut *tx)
-            .await?;
-        }
+        insert_commit_objects(&mut tx, commit).await?;
         set_head(&mut tx, SELECTED_WORLD_HEAD, &next).await?;
 
         if let Some(id) = &commit.invocation_id {
-            if !journal_intent_exists {
-                journal::append_intent(&mut tx, &IntentKey::of(commit, id), commit.logical_time).await?;
-            }
-            journal::append_committed_outcome(&mut tx, id, &next, commit.logical_time).await?;
-            if planned {
+            let rows: Vec<(&str, &StoredObject)> = journal_rows.iter().map(|(kind, object)| (*kind, object)).collect();
+            journal::append_rows(&mut tx, id, &rows).await?;
+            if claimed {
                 // The claim turns committed with the commit itself, so no crash
                 // can leave a committed call looking unfinished.
                 sqlx::query("UPDATE invocation_claims SET state = 'committed' WHERE invocation_id = $1")
@@ -228,11 +239,40 @@ fn validate(commit: &Commit) -> Result<(), StoreError> {
     Ok(())
 }
 
-async fn world_in(conn: &mut sqlx::AnyConnection, reference: &world_model::HashRef) -> Result<WorldRow, StoreError> {
-    let row = sqlx::query("SELECT world_ref, revision, state_root, log_head FROM worlds WHERE world_ref = $1")
-        .bind(reference.to_string())
-        .fetch_optional(conn)
-        .await?
-        .ok_or_else(|| StoreError::Damaged(format!("the selected head {reference} has no world row")))?;
-    super::world_from_row(&row)
+/// The selected head's world row in one read; `None` when no world is selected.
+async fn selected_world(conn: &mut AnyConnection) -> Result<Option<WorldRow>, StoreError> {
+    let Some(row) = sqlx::query(
+        "SELECT h.ref, w.world_ref, w.revision, w.state_root, w.log_head FROM heads h \
+         LEFT JOIN worlds w ON w.world_ref = h.ref WHERE h.name = $1",
+    )
+    .bind(SELECTED_WORLD_HEAD)
+    .fetch_optional(conn)
+    .await?
+    else {
+        return Ok(None);
+    };
+    if row.try_get::<Option<String>, _>("world_ref")?.is_none() {
+        let head: String = row.try_get("ref")?;
+        return Err(StoreError::Damaged(format!("the selected head {head} has no world row")));
+    }
+    super::world_from_row(&row).map(Some)
+}
+
+/// Records which entry committed each of the commit's objects.
+async fn insert_commit_objects(conn: &mut AnyConnection, commit: &Commit) -> Result<(), StoreError> {
+    let mut seen = std::collections::HashSet::with_capacity(commit.objects.len());
+    let refs: Vec<_> = commit.objects.iter().map(|object| object.hash).filter(|hash| seen.insert(*hash)).collect();
+    for chunk in refs.chunks(super::ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO commit_objects (object_ref, entry_index) VALUES {} \
+             ON CONFLICT (object_ref, entry_index) DO NOTHING",
+            placeholders(chunk.len(), 2)
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for hash in chunk {
+            query = query.bind(hash.to_string()).bind(commit.entry.entry_index);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
 }

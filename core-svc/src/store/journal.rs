@@ -5,7 +5,7 @@ use serde_json::json;
 use sqlx::{AnyConnection, Row};
 use world_model::{HashRef, canonical_value};
 
-use super::{Commit, Receipt, StoreError, StoredObject, insert_object};
+use super::{Commit, Receipt, StoreError, StoredObject};
 
 pub const INTENT_SEMANTIC_ID: &str = "world/journal-intent/v1";
 pub const OUTCOME_SEMANTIC_ID: &str = "world/journal-outcome/v1";
@@ -117,48 +117,48 @@ pub(super) async fn receipt(conn: &mut AnyConnection, invocation_id: &str) -> Re
     })
 }
 
-pub(super) async fn append_intent(
-    conn: &mut AnyConnection,
-    key: &IntentKey,
-    logical_time: i64,
-) -> Result<(), StoreError> {
-    let object = key.object(logical_time);
-    append(conn, "intent", &key.invocation_id, &object).await
+/// The intent object announcing `key`'s commit.
+pub(super) fn intent_object(key: &IntentKey, logical_time: i64) -> StoredObject {
+    key.object(logical_time)
 }
 
-pub(super) async fn append_committed_outcome(
-    conn: &mut AnyConnection,
-    invocation_id: &str,
-    result_ref: &HashRef,
-    logical_time: i64,
-) -> Result<(), StoreError> {
+/// The outcome object saying `invocation_id` committed `result_ref`.
+pub(super) fn committed_outcome_object(invocation_id: &str, result_ref: &HashRef, logical_time: i64) -> StoredObject {
     let payload = canonical_value(&json!({
         "invocationId": invocation_id,
         "status": "committed",
         "resultRef": result_ref.to_string(),
         "logicalTime": logical_time,
     }));
-    let object = StoredObject::new(OUTCOME_SEMANTIC_ID, PROVENANCE, payload);
-    append(conn, "outcome", invocation_id, &object).await
+    StoredObject::new(OUTCOME_SEMANTIC_ID, PROVENANCE, payload)
 }
 
-async fn append(
+/// Appends journal rows (kind, stored object) for `invocation_id` in one statement, numbered
+/// on from the last sequence number; the caller holds the write lock and has stored the objects.
+pub(super) async fn append_rows(
     conn: &mut AnyConnection,
-    kind: &str,
     invocation_id: &str,
-    object: &StoredObject,
+    rows: &[(&str, &StoredObject)],
 ) -> Result<(), StoreError> {
-    let payload = object.verify("journal object")?;
-    insert_object(&mut *conn, object, payload).await?;
-    sqlx::query(
-        "INSERT INTO journal (seq, kind, invocation_id, object_ref) \
-         SELECT COALESCE(MAX(seq), 0) + 1, $1, $2, $3 FROM journal",
-    )
-    .bind(kind)
-    .bind(invocation_id)
-    .bind(object.hash.to_string())
-    .execute(conn)
-    .await?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let arms: Vec<String> = (0..rows.len())
+        .map(|i| {
+            format!(
+                "SELECT newest.m + {}, ${}, $1, ${} FROM (SELECT COALESCE(MAX(seq), 0) AS m FROM journal) AS newest",
+                i + 1,
+                2 * i + 2,
+                2 * i + 3
+            )
+        })
+        .collect();
+    let sql = format!("INSERT INTO journal (seq, kind, invocation_id, object_ref) {}", arms.join(" UNION ALL "));
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(invocation_id);
+    for (kind, object) in rows {
+        query = query.bind(*kind).bind(object.hash.to_string());
+    }
+    query.execute(conn).await?;
     Ok(())
 }
 

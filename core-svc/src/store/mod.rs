@@ -14,11 +14,14 @@ mod schema;
 mod serving_lock;
 mod sessions;
 
+use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
-use sqlx::{AnyPool, Row, Transaction};
+use sqlx::{AnyConnection, AnyPool, Row, Transaction};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 use world_model::HashRef;
 
 pub use claims::Claim;
@@ -68,6 +71,39 @@ pub struct Store {
     pool: AnyPool,
     backend: Backend,
     location: StoreLocation,
+    /// This process's writers queue here for their turn at the database's write lock. SQLite's
+    /// busy handler retries a taken lock by sleeping (1 ms, 2 ms, … 100 ms), so connections
+    /// of one process contending for it would mostly sleep; a FIFO queue in front hands the
+    /// lock over the moment it is free. The database lock still decides everything: other
+    /// processes and cores wait on it as before.
+    writers: Arc<Mutex<()>>,
+}
+
+/// A write transaction holding this process's writer turn until it ends.
+pub(crate) struct WriteTx {
+    // Declared first: the transaction ends before the turn passes on.
+    tx: Transaction<'static, sqlx::Any>,
+    _turn: OwnedMutexGuard<()>,
+}
+
+impl WriteTx {
+    async fn commit(self) -> Result<(), sqlx::Error> {
+        self.tx.commit().await
+    }
+}
+
+impl Deref for WriteTx {
+    type Target = AnyConnection;
+
+    fn deref(&self) -> &AnyConnection {
+        &self.tx
+    }
+}
+
+impl DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        &mut self.tx
+    }
 }
 
 /// Clamps a requested page size: 0 means the default; at most [`MAX_PAGE`].
@@ -113,7 +149,7 @@ impl Store {
             })
             .connect_with(options)
             .await?;
-        let store = Self { pool, backend, location: location.clone() };
+        let store = Self { pool, backend, location: location.clone(), writers: Arc::default() };
         let mut tx = store.write_tx().await?;
         schema::migrate(&mut tx, backend, &location.redacted()).await?;
         tx.commit().await?;
@@ -135,15 +171,22 @@ impl Store {
     /// A transaction that holds the store's single write lock from its first
     /// statement, so read-check-write sequences (head compare, journal
     /// ordinals, registry CAS) are serialised across processes.
-    async fn write_tx(&self) -> Result<Transaction<'static, sqlx::Any>, StoreError> {
-        match self.backend {
-            Backend::Sqlite => Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?),
+    async fn write_tx(&self) -> Result<WriteTx, StoreError> {
+        let turn = self.writer_turn().await;
+        let tx = match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
             Backend::Postgres => {
                 let mut tx = self.pool.begin().await?;
                 sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(PG_WRITE_LOCK).execute(&mut *tx).await?;
-                Ok(tx)
+                tx
             }
-        }
+        };
+        Ok(WriteTx { tx, _turn: turn })
+    }
+
+    /// This process's turn to write; single-statement writes take it too.
+    async fn writer_turn(&self) -> OwnedMutexGuard<()> {
+        Arc::clone(&self.writers).lock_owned().await
     }
 
     // ----- objects -------------------------------------------------------
@@ -152,7 +195,8 @@ impl Store {
     /// identical objects are kept once (the first writer's provenance wins).
     pub async fn put_object(&self, object: &StoredObject) -> Result<(), StoreError> {
         let payload = object.verify("object")?;
-        insert_object(&mut *self.pool.acquire().await?, object, payload).await
+        let _turn = self.writer_turn().await;
+        insert_objects(&mut *self.pool.acquire().await?, &[(object, payload)]).await
     }
 
     pub async fn get_object(&self, hash: &HashRef, with_payload: bool) -> Result<Option<StoredObject>, StoreError> {
@@ -297,26 +341,44 @@ fn entry_from_row(row: &AnyRow) -> Result<LogEntry, StoreError> {
     })
 }
 
-async fn insert_object(
-    conn: &mut sqlx::AnyConnection,
-    object: &StoredObject,
-    payload: &[u8],
-) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO objects (hash, interface_hash, semantic_id, provenance, payload) \
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hash) DO NOTHING",
-    )
-    .bind(object.hash.to_string())
-    .bind(object.interface_hash.to_string())
-    .bind(object.semantic_id.as_str())
-    .bind(object.provenance.as_str())
-    .bind(payload)
-    .execute(conn)
-    .await?;
+/// Rows per multi-row INSERT: far below either backend's limit on bound values.
+const ROWS_PER_INSERT: usize = 100;
+
+/// Stores verified objects (each with its payload) in as few statements as possible; a hash
+/// already stored, or repeated in `objects`, keeps its first row.
+async fn insert_objects(conn: &mut AnyConnection, objects: &[(&StoredObject, &[u8])]) -> Result<(), StoreError> {
+    let mut seen = std::collections::HashSet::with_capacity(objects.len());
+    let unique: Vec<_> = objects.iter().filter(|(object, _)| seen.insert(object.hash)).collect();
+    for chunk in unique.chunks(ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO objects (hash, interface_hash, semantic_id, provenance, payload) VALUES {} \
+             ON CONFLICT (hash) DO NOTHING",
+            placeholders(chunk.len(), 5)
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (object, payload) in chunk {
+            query = query
+                .bind(object.hash.to_string())
+                .bind(object.interface_hash.to_string())
+                .bind(object.semantic_id.as_str())
+                .bind(object.provenance.as_str())
+                .bind(*payload);
+        }
+        query.execute(&mut *conn).await?;
+    }
     Ok(())
 }
 
-async fn object_exists(conn: &mut sqlx::AnyConnection, hash: &HashRef) -> Result<bool, StoreError> {
+/// `($1, $2), ($3, $4)` for `rows` rows of `columns` values.
+fn placeholders(rows: usize, columns: usize) -> String {
+    let row = |r: usize| {
+        let values: Vec<String> = (1..=columns).map(|c| format!("${}", r * columns + c)).collect();
+        format!("({})", values.join(", "))
+    };
+    (0..rows).map(row).collect::<Vec<_>>().join(", ")
+}
+
+async fn object_exists(conn: &mut AnyConnection, hash: &HashRef) -> Result<bool, StoreError> {
     Ok(sqlx::query("SELECT 1 AS present FROM objects WHERE hash = $1")
         .bind(hash.to_string())
         .fetch_optional(conn)
@@ -324,12 +386,12 @@ async fn object_exists(conn: &mut sqlx::AnyConnection, hash: &HashRef) -> Result
         .is_some())
 }
 
-async fn head(conn: &mut sqlx::AnyConnection, name: &str) -> Result<Option<HashRef>, StoreError> {
+async fn head(conn: &mut AnyConnection, name: &str) -> Result<Option<HashRef>, StoreError> {
     let row = sqlx::query("SELECT ref FROM heads WHERE name = $1").bind(name).fetch_optional(conn).await?;
     row.map(|row| column_ref(&row, "ref")).transpose()
 }
 
-async fn set_head(conn: &mut sqlx::AnyConnection, name: &str, value: &HashRef) -> Result<(), StoreError> {
+async fn set_head(conn: &mut AnyConnection, name: &str, value: &HashRef) -> Result<(), StoreError> {
     sqlx::query("INSERT INTO heads (name, ref) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET ref = excluded.ref")
         .bind(name)
         .bind(value.to_string())

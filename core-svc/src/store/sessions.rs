@@ -11,6 +11,7 @@ pub const SESSION_LIST_LIMIT: i64 = 500;
 impl Store {
     /// Inserts a new session; a credential id collision is an error, never absorbed.
     pub async fn insert_session(&self, row: &SessionRow) -> Result<(), StoreError> {
+        let _turn = self.writer_turn().await;
         let result = sqlx::query(
             "INSERT INTO sessions (credential_id, episode, grants_json, expires_at, created_at) \
              VALUES ($1, $2, $3, $4, $5) ON CONFLICT (credential_id) DO NOTHING",
@@ -66,6 +67,7 @@ impl Store {
 
     /// Deletes one session; false when there was none.
     pub async fn delete_session(&self, credential_id: &str) -> Result<bool, StoreError> {
+        let _turn = self.writer_turn().await;
         let result = sqlx::query("DELETE FROM sessions WHERE credential_id = $1")
             .bind(credential_id)
             .execute(&self.pool)

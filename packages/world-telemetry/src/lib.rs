@@ -80,7 +80,9 @@ pub fn init(default_service_name: &str, format: LogFormat) -> Result<Telemetry, 
         EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,h2=warn,tower=warn,hyper=warn,opentelemetry=warn"))
     };
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colour only for a person at a terminal: a log file or collector gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi);
     let fmt = match format {
         LogFormat::Human => fmt.boxed(),
         LogFormat::Json => fmt.json().with_current_span(true).with_span_list(false).boxed(),
