@@ -302,12 +302,20 @@ async fn the_methods_answer_with_one_sse_event() {
 
 /// Calls of `tests.spin` that each take about `seconds`, measured on this machine.
 async fn spin_arguments(url: &str, token: &str, seconds: f64) -> Value {
-    let probe = 200;
-    let started = Instant::now();
-    let answer = post(url, token, call(1, "tests_dspin", json!({"outer": probe}))).await;
-    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
-    let per_outer = started.elapsed().as_secs_f64() / f64::from(probe);
-    json!({ "outer": ((seconds / per_outer) as i64).max(i64::from(probe)) })
+    // Calibrate on a probe long enough that the call's fixed cost (spawn, commit) is a small
+    // part of it: on a loaded machine a short probe overstates each iteration's cost, and the
+    // calls made from it would end far sooner than `seconds`.
+    let mut outer: i64 = 200;
+    loop {
+        let started = Instant::now();
+        let answer = post(url, token, call(1, "tests_dspin", json!({ "outer": outer }))).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        let took = started.elapsed().as_secs_f64();
+        if took >= 0.3 || outer >= 1 << 24 {
+            return json!({ "outer": ((seconds / took * outer as f64) as i64).max(outer) });
+        }
+        outer *= 4;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

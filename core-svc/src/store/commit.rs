@@ -12,8 +12,8 @@ use sqlx::{AnyConnection, Row};
 
 use super::journal::{self, IntentKey};
 use super::{
-    Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, head, insert_objects,
-    placeholders, set_head,
+    Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, WorldRow, head, insert_objects, placeholders,
+    set_head,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -128,8 +128,7 @@ impl Store {
                     return Ok((Committed { selected_head: next, replayed: true }, commit.clone()));
                 }
                 Some(_) => {}
-                None => journal_rows
-                    .push(("intent", journal::intent_object(&IntentKey::of(commit, id), commit.logical_time))),
+                None => journal_rows.push(("intent", IntentKey::of(commit, id).object(commit.logical_time))),
             }
             journal_rows.push(("outcome", journal::committed_outcome_object(id, &next, commit.logical_time)));
         }
@@ -185,8 +184,7 @@ impl Store {
         set_head(&mut tx, SELECTED_WORLD_HEAD, &next).await?;
 
         if let Some(id) = &commit.invocation_id {
-            let rows: Vec<(&str, &StoredObject)> = journal_rows.iter().map(|(kind, object)| (*kind, object)).collect();
-            journal::append_rows(&mut tx, id, &rows).await?;
+            journal::append_rows(&mut tx, id, &journal_rows).await?;
             if claimed {
                 // The claim turns committed with the commit itself, so no crash
                 // can leave a committed call looking unfinished.

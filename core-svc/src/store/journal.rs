@@ -39,7 +39,8 @@ impl IntentKey {
         }
     }
 
-    fn object(&self, logical_time: i64) -> StoredObject {
+    /// The intent object announcing this commit.
+    pub(super) fn object(&self, logical_time: i64) -> StoredObject {
         let payload = canonical_value(&json!({
             "invocationId": self.invocation_id,
             "worldRef": self.world_ref.to_string(),
@@ -117,11 +118,6 @@ pub(super) async fn receipt(conn: &mut AnyConnection, invocation_id: &str) -> Re
     })
 }
 
-/// The intent object announcing `key`'s commit.
-pub(super) fn intent_object(key: &IntentKey, logical_time: i64) -> StoredObject {
-    key.object(logical_time)
-}
-
 /// The outcome object saying `invocation_id` committed `result_ref`.
 pub(super) fn committed_outcome_object(invocation_id: &str, result_ref: &HashRef, logical_time: i64) -> StoredObject {
     let payload = canonical_value(&json!({
@@ -138,7 +134,7 @@ pub(super) fn committed_outcome_object(invocation_id: &str, result_ref: &HashRef
 pub(super) async fn append_rows(
     conn: &mut AnyConnection,
     invocation_id: &str,
-    rows: &[(&str, &StoredObject)],
+    rows: &[(&str, StoredObject)],
 ) -> Result<(), StoreError> {
     if rows.is_empty() {
         return Ok(());

@@ -81,7 +81,8 @@ pub struct Store {
 
 /// A write transaction holding this process's writer turn until it ends.
 pub(crate) struct WriteTx {
-    // Declared first: the transaction ends before the turn passes on.
+    // Declared first, so dropped first: an unfinished transaction's rollback is on its way
+    // before the turn passes on (if it is still running, the next BEGIN waits in SQLite).
     tx: Transaction<'static, sqlx::Any>,
     _turn: OwnedMutexGuard<()>,
 }
