@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use world_model::{HashRef, release_of};
 
 use crate::store::StoreLocation;
-use crate::subprocess::{self, Slots};
+use crate::subprocess::{self, Slots, Spawn};
 
 const VERSION_PROBE: Duration = Duration::from_secs(10);
 
@@ -179,11 +179,10 @@ impl Archive {
 /// `<interp> --version` in a scrubbed environment; the verbatim combined output.
 async fn probe_version(path: &Path, reference: &HashRef, slots: &Slots) -> Result<String, ArchiveError> {
     let probe_error = |cause: String| ArchiveError::VersionProbe { reference: *reference, cause };
-    let mut command = tokio::process::Command::new(path);
-    command.arg("--version").env_clear().current_dir(path.parent().unwrap_or(Path::new("/")));
+    let spawn = Spawn::new(path, path.parent().unwrap_or(Path::new("/"))).args(["--version"]);
     let slot = slots.try_take().map_err(|e| probe_error(e.to_string()))?;
     let finished =
-        subprocess::run(command, slot, VERSION_PROBE, 64 * 1024).await.map_err(|e| probe_error(e.to_string()))?;
+        subprocess::run(spawn, slot, VERSION_PROBE, 64 * 1024).await.map_err(|e| probe_error(e.to_string()))?;
     if !finished.success() {
         return Err(probe_error(format!(
             "exit {}: {}",

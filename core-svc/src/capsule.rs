@@ -16,7 +16,7 @@ use tracing::Instrument as _;
 use world_model::HashRef;
 
 use crate::archive::Interpreter;
-use crate::subprocess::{self, Finished, RunError, Slots};
+use crate::subprocess::{self, Finished, RunError, Slots, Spawn};
 
 /// Per-stream capture cap of a capsule run.
 pub const CAPSULE_OUTPUT_CAP: usize = 8 * 1024 * 1024;
@@ -130,11 +130,8 @@ pub async fn run(
         std::fs::write(root.path().join("args.json"), serde_json::Value::String(input.to_owned()).to_string())
     };
     stage().map_err(|e| CapsuleError::Root(e.to_string()))?;
-    let mut command = tokio::process::Command::new(interpreter.exec_path());
-    command
+    let spawn = Spawn::new(interpreter.exec_path(), root.path())
         .args(["run", "--quiet", "--caps", "", "--entry", "main", "--args-file", "args.json", "host/capsule/main.ail"])
-        .current_dir(root.path())
-        .env_clear()
         .env("AILANG_FS_SANDBOX", root.path())
         .env("AILANG_RELAX_MODULES", "1")
         .env("AILANG_CACHE_DIR", root.path().join(".cache"));
@@ -143,7 +140,7 @@ pub async fn run(
         "world.interpreter.ref" = %interpreter.interpreter.reference,
         process.exit.code = tracing::field::Empty,
     );
-    let finished = subprocess::run(command, slot, timeout, CAPSULE_OUTPUT_CAP).instrument(span.clone()).await?;
+    let finished = subprocess::run(spawn, slot, timeout, CAPSULE_OUTPUT_CAP).instrument(span.clone()).await?;
     if let Some(code) = finished.status.code() {
         span.record("process.exit.code", code);
     }

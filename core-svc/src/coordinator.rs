@@ -86,6 +86,20 @@ pub struct Coordinator {
     /// Compiled input schemas by the hash of their canonical text: a schema
     /// compiles once, not per call.
     validators: std::sync::Mutex<std::collections::HashMap<HashRef, Arc<jsonschema::Validator>>>,
+    /// Verified transition sources by their ref: content-addressed, so never stale.
+    sources: std::sync::Mutex<SourceCache>,
+    /// A world has been selected. Heads only ever move forward, so once seen this stays true
+    /// and R7 needs no read per call.
+    world_selected: std::sync::atomic::AtomicBool,
+}
+
+/// Bound on the bytes of cached sources; past it the cache starts over.
+const SOURCE_CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+#[derive(Default)]
+struct SourceCache {
+    sources: std::collections::HashMap<HashRef, Arc<[u8]>>,
+    bytes: usize,
 }
 
 /// Bound on the compiled-schema cache; past it the cache starts over.
@@ -139,7 +153,17 @@ impl Coordinator {
         metrics: Arc<Metrics>,
     ) -> Self {
         let owner = format!("core-{}-{}", std::process::id(), hex::encode(&random_bytes()[..4]));
-        Self { store, interpreter, slots, limits, owner, metrics, validators: Default::default() }
+        Self {
+            store,
+            interpreter,
+            slots,
+            limits,
+            owner,
+            metrics,
+            validators: Default::default(),
+            sources: Default::default(),
+            world_selected: Default::default(),
+        }
     }
 
     pub fn slots_in_use(&self) -> usize {
@@ -296,7 +320,10 @@ impl Coordinator {
         let id = invocation_id(call.surface, &call.session.episode, &task);
 
         // R2–R5: bind against the session's live grants and verify the pin.
-        let current = registry.current(&self.store).await.map_err(|e| Refusal::because(FailureCode::Unavailable, e))?;
+        let current = registry
+            .at(&self.store, call.session.registry_head)
+            .await
+            .map_err(|e| Refusal::because(FailureCode::Unavailable, e))?;
         let descriptor = bind(&current, call, now_unix())?;
         if let Some(pin) = pin
             && pin != descriptor.transition_fn
@@ -322,20 +349,13 @@ impl Coordinator {
         surface: Surface,
         claimed: bool,
     ) -> Result<Invoked, Refusal> {
-        // R6: the source object exists and hashes to its ref.
-        let source = self
-            .store
-            .get_object(&descriptor.transition_fn, true)
-            .await?
-            .filter(|o| o.semantic_id == TRANSITION_SOURCE)
-            .and_then(|o| o.payload)
-            .ok_or_else(|| Refusal::because(FailureCode::Unavailable, "the transition source object is absent"))?;
-        if HashRef::of(&source) != descriptor.transition_fn {
-            return Err(Refusal::because(FailureCode::Unavailable, "the transition source object is corrupt"));
-        }
+        let source = self.source(&descriptor.transition_fn).await?;
         // R7: a world must exist before anything runs.
-        if self.store.selected_head().await?.is_none() {
-            return Err(Refusal::of(FailureCode::WorldAbsent));
+        if !self.world_selected.load(std::sync::atomic::Ordering::Acquire) {
+            if self.store.selected_head().await?.is_none() {
+                return Err(Refusal::of(FailureCode::WorldAbsent));
+            }
+            self.world_selected.store(true, std::sync::atomic::Ordering::Release);
         }
         if descriptor.interpreter != self.interpreter_ref() {
             return Err(Refusal::because(
@@ -414,6 +434,31 @@ impl Coordinator {
             entry_index: commit.entry.entry_index,
             reconciled: false,
         })
+    }
+
+    /// R6: the source object exists and hashes to its ref.
+    async fn source(&self, reference: &HashRef) -> Result<Arc<[u8]>, Refusal> {
+        if let Some(source) = self.sources.lock().unwrap_or_else(|p| p.into_inner()).sources.get(reference) {
+            return Ok(Arc::clone(source));
+        }
+        let source: Arc<[u8]> = self
+            .store
+            .get_object(reference, true)
+            .await?
+            .filter(|o| o.semantic_id == TRANSITION_SOURCE)
+            .and_then(|o| o.payload)
+            .ok_or_else(|| Refusal::because(FailureCode::Unavailable, "the transition source object is absent"))?
+            .into();
+        if HashRef::of(&source) != *reference {
+            return Err(Refusal::because(FailureCode::Unavailable, "the transition source object is corrupt"));
+        }
+        let mut cache = self.sources.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.bytes + source.len() > SOURCE_CACHE_BYTES {
+            *cache = SourceCache::default();
+        }
+        cache.bytes += source.len();
+        cache.sources.insert(*reference, Arc::clone(&source));
+        Ok(source)
     }
 
     fn validate_arguments(&self, descriptor: &Descriptor, arguments: &serde_json::Value) -> Result<(), Refusal> {

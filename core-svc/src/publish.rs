@@ -13,7 +13,7 @@ use world_model::{AccessTriple, Descriptor, EpochRegistry, HashRef, Revision, Sc
 use crate::archive::{Archive, Interpreter};
 use crate::registry::{self, RegistryReadError, revision_object};
 use crate::store::{Store, StoreError, StoredObject};
-use crate::subprocess::{self, Slots};
+use crate::subprocess::{self, Slots, Spawn};
 
 pub const SOURCE_PROVENANCE: &str = "cmd/world-publish";
 const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -192,14 +192,13 @@ pub async fn check_source(interpreter: &Interpreter, source: &[u8], slots: &Slot
     let capsule = scratch.path().join("host/capsule");
     std::fs::create_dir_all(&capsule).map_err(|e| format!("scratch root: {e}"))?;
     std::fs::write(capsule.join("main.ail"), source).map_err(|e| format!("scratch root: {e}"))?;
-    let mut command = tokio::process::Command::new(&interpreter.path);
-    command.args(["check", "host/capsule/main.ail"]).current_dir(scratch.path());
-    for variable in REGISTRY_VARIABLES {
-        command.env_remove(variable);
-    }
-    command.env("AILANG_RELAX_MODULES", "1").env("AILANG_CACHE_DIR", scratch.path().join(".cache"));
+    let spawn = Spawn::new(&interpreter.path, scratch.path())
+        .args(["check", "host/capsule/main.ail"])
+        .inherit_env_except(&REGISTRY_VARIABLES)
+        .env("AILANG_RELAX_MODULES", "1")
+        .env("AILANG_CACHE_DIR", scratch.path().join(".cache"));
     let slot = slots.try_take().map_err(|e| e.to_string())?;
-    let finished = subprocess::run(command, slot, CHECK_TIMEOUT, 1024 * 1024).await.map_err(|e| e.to_string())?;
+    let finished = subprocess::run(spawn, slot, CHECK_TIMEOUT, 1024 * 1024).await.map_err(|e| e.to_string())?;
     if finished.success() {
         return Ok(());
     }

@@ -81,8 +81,9 @@ pub struct RegistryReader {
 }
 
 impl RegistryReader {
-    pub async fn current(&self, store: &Store) -> Result<Current, RegistryReadError> {
-        let Some(head) = store.registry_head(TRANSITION_REGISTRY).await? else { return Ok(None) };
+    /// The revision at `head` (as read with the caller's session), decoded once per head.
+    pub async fn at(&self, store: &Store, head: Option<HashRef>) -> Result<Current, RegistryReadError> {
+        let Some(head) = head else { return Ok(None) };
         if let Some((cached, revision)) = self.cached.lock().unwrap_or_else(|p| p.into_inner()).as_ref()
             && *cached == head
         {

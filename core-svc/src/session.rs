@@ -1,6 +1,9 @@
 //! Sessions: minting bearer credentials and resolving them on every request.
 
-use world_model::{Credential, Episode, Grant, SessionDenial, mint_token_hex, parse_authorization, resolve_expiry};
+use world_model::registry::TRANSITION_REGISTRY;
+use world_model::{
+    Credential, Episode, Grant, HashRef, SessionDenial, mint_token_hex, parse_authorization, resolve_expiry,
+};
 
 use crate::store::{SessionRow, Store, StoreError};
 
@@ -11,6 +14,8 @@ pub struct SessionBinding {
     pub grants: Vec<Grant>,
     pub expires_at: i64,
     pub created_at: i64,
+    /// The transition registry's head, read in the same statement as the session.
+    pub registry_head: Option<HashRef>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -25,13 +30,16 @@ pub enum ResolveError {
 /// Resolves an `Authorization` header value, fresh from the store.
 pub async fn resolve(store: &Store, authorization: Option<&str>, now: i64) -> Result<SessionBinding, ResolveError> {
     let credential = parse_authorization(authorization).map_err(ResolveError::Denied)?;
-    let row = store.session(&credential.credential_id()).await?.ok_or(ResolveError::Denied(SessionDenial::Unknown))?;
+    let (row, registry_head) = store
+        .session_and_registry_head(&credential.credential_id(), TRANSITION_REGISTRY)
+        .await?
+        .ok_or(ResolveError::Denied(SessionDenial::Unknown))?;
     resolve_expiry(now, row.expires_at).map_err(ResolveError::Denied)?;
     // A row we cannot read is treated as no row: it grants nothing.
     let unknown = || ResolveError::Denied(SessionDenial::Unknown);
     let grants: Vec<Grant> = serde_json::from_str(&row.grants_json).map_err(|_| unknown())?;
     let episode = Episode::parse(&row.episode).map_err(|_| unknown())?;
-    Ok(SessionBinding { episode, grants, expires_at: row.expires_at, created_at: row.created_at })
+    Ok(SessionBinding { episode, grants, expires_at: row.expires_at, created_at: row.created_at, registry_head })
 }
 
 /// What minting produced. `token` is the bearer credential: shown once, never stored.

@@ -29,7 +29,7 @@ impl Admission for AdmissionService {
         let outcome = async {
             let session = self.core.resolve_session(authorization(&request), "admit").await?;
             tracing::Span::current().record(world_telemetry::attr::EPISODE, session.episode.as_str());
-            let current = self.core.registry.current(&self.core.store).await.map_err(|error| {
+            let current = self.core.registry.at(&self.core.store, session.registry_head).await.map_err(|error| {
                 tracing::error!(%error, "admit: transition registry read failed");
                 Failure::of(FailureCode::Unavailable)
             })?;

@@ -1,19 +1,29 @@
 //! Compare-and-append: the one mutation of world state, in one transaction.
 //!
+//! Commits are group-committed: a commit joins the queue of pending commits
+//! and every turn at the write lock commits all that are pending, in order,
+//! in one transaction, so they share its BEGIN, its head read and its durable
+//! COMMIT (the fsync that bounds a lone commit). Each is checked in full
+//! against the world the ones before it left, exactly as if it ran alone.
+//!
 //! The transaction runs on its own task so that a caller giving up (a client
-//! disconnect, a deadline) can never abandon it half-way: before the durable
-//! COMMIT a give-up rolls back and is a definite "not committed"; once COMMIT
-//! has been sent the outcome is `Uncertain` until reconciled.
+//! disconnect, a deadline) can never abandon it half-way: before its commit's
+//! first write a give-up is a definite "not committed"; from then on the
+//! outcome is `Uncertain` until reconciled.
 
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sqlx::{AnyConnection, Row};
+use tokio::sync::{OwnedMutexGuard, oneshot};
 
-use super::journal::{self, IntentKey};
+use world_model::HashRef;
+
+use super::journal::{self, IntentKey, JournalState};
 use super::{
-    Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, WorldRow, head, insert_objects, placeholders,
-    set_head,
+    Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, insert_objects,
+    insert_rows, set_head,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -40,6 +50,76 @@ enum Proposal {
     },
 }
 
+type Outcome = Result<(Committed, Commit), StoreError>;
+
+/// A commit waiting for the writer turn.
+pub(super) struct Queued {
+    proposal: Proposal,
+    phase: Arc<Mutex<Phase>>,
+    reply: oneshot::Sender<Outcome>,
+}
+
+pub(super) type Pending = Arc<Mutex<VecDeque<Queued>>>;
+
+/// At most this many commits share one transaction, so one turn stays short.
+const MAX_BATCH: usize = 64;
+
+/// What the batch's transaction holds beyond what it has written: the world its accepted
+/// commits lead to, the journal as they leave it, and the entries they log.
+struct BatchView {
+    world: Option<WorldRow>,
+    journal: HashMap<String, JournalState>,
+    entry_indexes: HashSet<i64>,
+    entry_hashes: HashSet<HashRef>,
+}
+
+/// A commit that passed every check, written together with the rest of its batch.
+struct Accepted {
+    commit: Commit,
+    /// The same call committed this very commit before: nothing to write.
+    replayed: bool,
+    journal_rows: Vec<(&'static str, StoredObject)>,
+    claimed: bool,
+}
+
+impl Accepted {
+    fn committed(&self) -> Committed {
+        Committed { selected_head: self.commit.next_world.reference, replayed: self.replayed }
+    }
+}
+
+impl Proposal {
+    fn invocation_id(&self) -> Option<&str> {
+        match self {
+            Proposal::Fixed(commit) => commit.invocation_id.as_deref(),
+            Proposal::Planned { invocation_id, .. } => Some(invocation_id),
+        }
+    }
+}
+
+/// Why one commit of a batch failed: refused with nothing written (the batch
+/// goes on), or a database error that ends the whole transaction.
+enum Failed {
+    Refused(StoreError),
+    Broken(StoreError),
+}
+
+impl From<StoreError> for Failed {
+    fn from(error: StoreError) -> Self {
+        match error {
+            // On PostgreSQL any failed statement aborts the transaction.
+            error @ StoreError::Database(_) => Failed::Broken(error),
+            error => Failed::Refused(error),
+        }
+    }
+}
+
+impl From<sqlx::Error> for Failed {
+    fn from(error: sqlx::Error) -> Self {
+        Failed::Broken(error.into())
+    }
+}
+
 impl Store {
     /// Commits `commit` if the selected head is still `commit.observed_head`.
     /// `budget` bounds the work before the durable step.
@@ -60,24 +140,36 @@ impl Store {
         budget: Duration,
     ) -> Result<(Committed, Commit), StoreError> {
         let proposal = Proposal::Planned { invocation_id: invocation_id.to_owned(), planner, claimed };
-        let (committed, commit) = self.run_commit(proposal, budget).await?;
-        Ok((committed, commit))
+        self.run_commit(proposal, budget).await
     }
 
-    async fn run_commit(&self, proposal: Proposal, budget: Duration) -> Result<(Committed, Commit), StoreError> {
+    async fn run_commit(&self, proposal: Proposal, budget: Duration) -> Outcome {
         let phase = Arc::new(Mutex::new(Phase::Working));
-        let task = tokio::spawn({
+        let (reply, outcome) = oneshot::channel();
+        lock(&self.pending).push_back(Queued { proposal, phase: Arc::clone(&phase), reply });
+        // Every queued commit brings a turn at the write lock and every turn commits what is
+        // pending, so a commit is in the first batch after it was queued.
+        tokio::spawn({
             let store = self.clone();
-            let phase = Arc::clone(&phase);
-            async move { store.commit_in_tx(proposal, &phase).await }
+            async move {
+                let turn = store.writer_turn().await;
+                let batch: Vec<Queued> = {
+                    let mut pending = lock(&store.pending);
+                    let n = pending.len().min(MAX_BATCH);
+                    pending.drain(..n).collect()
+                };
+                if !batch.is_empty() {
+                    store.commit_batch(turn, batch).await;
+                }
+            }
         });
-        match tokio::time::timeout(budget, task).await {
+        match tokio::time::timeout(budget, outcome).await {
             Ok(Ok(result)) => result,
-            Ok(Err(join)) => Err(StoreError::Uncertain(format!("commit task ended abnormally: {join}"))),
+            Ok(Err(_)) => Err(StoreError::Uncertain("the commit task ended abnormally".into())),
             Err(_elapsed) => {
-                let mut phase = phase.lock().unwrap_or_else(|p| p.into_inner());
+                let mut phase = lock(&phase);
                 if *phase == Phase::Committing {
-                    Err(StoreError::Uncertain("the commit budget ended after the durable step began".into()))
+                    Err(StoreError::Uncertain("the commit budget ended after the commit began writing".into()))
                 } else {
                     *phase = Phase::GaveUp;
                     Err(StoreError::Deadline)
@@ -86,125 +178,49 @@ impl Store {
         }
     }
 
-    /// The transaction is a handful of statements whatever the commit holds: each round trip
-    /// here is made while the store's one write lock is held.
-    async fn commit_in_tx(&self, proposal: Proposal, phase: &Mutex<Phase>) -> Result<(Committed, Commit), StoreError> {
-        let mut tx = self.write_tx().await?;
-        // `on_current`: the commit was planned on the head read in this transaction.
-        let (commit, on_current, claimed, journaled) = match proposal {
-            Proposal::Fixed(commit) => {
-                let journaled = match &commit.invocation_id {
-                    Some(id) => Some(journal::state(&mut tx, id).await?),
-                    None => None,
-                };
-                (*commit, false, false, journaled)
-            }
-            Proposal::Planned { invocation_id, planner, claimed } => {
-                let state = journal::state(&mut tx, &invocation_id).await?;
-                if let Some(result_ref) = state.outcome_ref {
-                    return Err(StoreError::AlreadyCommitted { invocation_id, result_ref });
-                }
-                let world = selected_world(&mut tx).await?.ok_or(StoreError::WorldAbsent)?;
-                let commit = planner(&world);
-                validate(&commit)?;
-                if commit.invocation_id.as_deref() != Some(invocation_id.as_str()) {
-                    return Err(StoreError::invalid("invocationId", "the planned commit names another invocation"));
-                }
-                let on_current = commit.observed_head == Some(world.reference);
-                (commit, on_current, claimed, Some(state))
-            }
+    /// One transaction for the whole batch: each commit is checked against the world the
+    /// commits before it leave, then all accepted ones are written together (a handful of
+    /// statements whatever the batch holds), then one reply per commit once COMMIT returns.
+    async fn commit_batch(&self, turn: OwnedMutexGuard<()>, batch: Vec<Queued>) {
+        let replies = |batch: Vec<Queued>| batch.into_iter().map(|queued| queued.reply);
+        let mut tx = match self.write_tx_on(turn).await {
+            Ok(tx) => tx,
+            Err(error) => return fail_all(replies(batch), &error.to_string()),
         };
-        let commit = &commit;
-        let next = commit.next_world.reference;
-
-        // The journal rows this commit adds: its intent unless one is journaled, and its outcome.
-        let mut journal_rows = Vec::new();
-        if let (Some(id), Some(state)) = (&commit.invocation_id, journaled) {
-            match state.intent {
-                Some(existing) if existing != IntentKey::of(commit, id) => {
-                    return Err(StoreError::DuplicateInvocation { invocation_id: id.clone(), kind: "commit" });
+        let ids: Vec<&str> = batch.iter().filter_map(|queued| queued.proposal.invocation_id()).collect();
+        let view = match read_view(&mut tx, &ids).await {
+            Ok(view) => view,
+            Err(error) => return fail_all(replies(batch), &error.to_string()),
+        };
+        let mut view = view;
+        let mut accepted = Vec::with_capacity(batch.len());
+        let mut queue = batch.into_iter();
+        while let Some(Queued { proposal, phase, reply }) = queue.next() {
+            match check(&mut tx, proposal, &phase, &mut view).await {
+                Ok(commit) => accepted.push((reply, commit)),
+                Err(Failed::Refused(error)) => {
+                    let _ = reply.send(Err(error));
                 }
-                Some(_) if state.outcome_ref.is_some() => {
-                    return Ok((Committed { selected_head: next, replayed: true }, commit.clone()));
+                Err(Failed::Broken(error)) => {
+                    // Dropping the transaction rolls back every commit of the batch.
+                    let cause = error.to_string();
+                    let _ = reply.send(Err(error));
+                    let others = accepted.into_iter().map(|(reply, _)| reply).chain(queue.map(|queued| queued.reply));
+                    return fail_all(others, &cause);
                 }
-                Some(_) => {}
-                None => journal_rows.push(("intent", IntentKey::of(commit, id).object(commit.logical_time))),
-            }
-            journal_rows.push(("outcome", journal::committed_outcome_object(id, &next, commit.logical_time)));
-        }
-
-        if !on_current {
-            let selected = head(&mut tx, SELECTED_WORLD_HEAD).await?;
-            if selected != commit.observed_head {
-                return Err(StoreError::Conflict { observed: commit.observed_head, selected });
             }
         }
-
-        let mut objects = Vec::with_capacity(commit.objects.len() + journal_rows.len());
-        for object in commit.objects.iter().chain(journal_rows.iter().map(|(_, object)| object)) {
-            objects.push((object, object.verify("object")?));
+        let commits: Vec<&Accepted> = accepted.iter().map(|(_, commit)| commit).filter(|c| !c.replayed).collect();
+        if let Err(error) = write(&mut tx, &commits).await {
+            return fail_all(accepted.into_iter().map(|(reply, _)| reply), &error.to_string());
         }
-        insert_objects(&mut tx, &objects).await?;
-        let world = &commit.next_world;
-        sqlx::query(
-            "INSERT INTO worlds (world_ref, revision, state_root, log_head) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (world_ref) DO NOTHING",
-        )
-        .bind(world.reference.to_string())
-        .bind(world.revision)
-        .bind(world.state_root.to_string())
-        .bind(world.log_head.to_string())
-        .execute(&mut *tx)
-        .await?;
-
-        let entry = &commit.entry;
-        let taken = sqlx::query("SELECT 1 AS present FROM log_entries WHERE entry_index = $1 OR entry_hash = $2")
-            .bind(entry.entry_index)
-            .bind(entry.entry_hash.to_string())
-            .fetch_optional(&mut *tx)
-            .await?;
-        if taken.is_some() {
-            return Err(StoreError::EntryExists(entry.entry_index));
+        let committed = tx.commit().await.map_err(|e| e.to_string());
+        for (reply, accepted) in accepted {
+            let _ = reply.send(match &committed {
+                Ok(()) => Ok((accepted.committed(), accepted.commit)),
+                Err(cause) => Err(StoreError::Uncertain(cause.clone())),
+            });
         }
-        sqlx::query(
-            "INSERT INTO log_entries (entry_index, entry_hash, semantics_epoch, transition_fn, interpreter, \
-             prev_entry_hash, written_by, transition_ref) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(entry.entry_index)
-        .bind(entry.entry_hash.to_string())
-        .bind(entry.semantics_epoch)
-        .bind(entry.transition_fn.to_string())
-        .bind(entry.interpreter.to_string())
-        .bind(entry.prev_entry_hash.to_string())
-        .bind(entry.written_by.as_str())
-        .bind(entry.transition_ref.to_string())
-        .execute(&mut *tx)
-        .await?;
-        insert_commit_objects(&mut tx, commit).await?;
-        set_head(&mut tx, SELECTED_WORLD_HEAD, &next).await?;
-
-        if let Some(id) = &commit.invocation_id {
-            journal::append_rows(&mut tx, id, &journal_rows).await?;
-            if claimed {
-                // The claim turns committed with the commit itself, so no crash
-                // can leave a committed call looking unfinished.
-                sqlx::query("UPDATE invocation_claims SET state = 'committed' WHERE invocation_id = $1")
-                    .bind(id.as_str())
-                    .execute(&mut *tx)
-                    .await?;
-            }
-        }
-
-        {
-            let mut phase = phase.lock().unwrap_or_else(|p| p.into_inner());
-            if *phase == Phase::GaveUp {
-                // Dropping the transaction rolls it back: the caller was told "not committed".
-                return Err(StoreError::Deadline);
-            }
-            *phase = Phase::Committing;
-        }
-        tx.commit().await.map_err(|e| StoreError::Uncertain(e.to_string()))?;
-        Ok((Committed { selected_head: next, replayed: false }, commit.clone()))
     }
 
     pub async fn receipt(&self, invocation_id: &str) -> Result<Receipt, StoreError> {
@@ -216,6 +232,201 @@ impl Store {
         let row = sqlx::query("SELECT COUNT(*) AS n FROM journal").fetch_one(&self.pool).await?;
         Ok(row.try_get::<i64, _>("n")?)
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Tells every caller in `replies` that its commit's transaction ended without committing.
+fn fail_all(replies: impl Iterator<Item = oneshot::Sender<Outcome>>, cause: &str) {
+    for reply in replies {
+        let _ = reply.send(Err(StoreError::RolledBack(cause.to_owned())));
+    }
+}
+
+/// The journal of the batch's invocation ids and the selected world, in two reads.
+async fn read_view(tx: &mut AnyConnection, ids: &[&str]) -> Result<BatchView, StoreError> {
+    Ok(BatchView {
+        journal: journal::states(tx, ids).await?,
+        world: selected_world(tx).await?,
+        entry_indexes: HashSet::new(),
+        entry_hashes: HashSet::new(),
+    })
+}
+
+/// Checks one commit against the batch's view (and, for a commit fixed by its caller, the
+/// log); an accepted commit moves the view on. Nothing is written here, so a refusal leaves
+/// the transaction as it was and the batch goes on.
+async fn check(
+    tx: &mut AnyConnection,
+    proposal: Proposal,
+    phase: &Mutex<Phase>,
+    view: &mut BatchView,
+) -> Result<Accepted, Failed> {
+    // `on_current`: the commit was planned on the world the view holds.
+    let (commit, on_current, claimed, fixed) = match proposal {
+        Proposal::Fixed(commit) => (*commit, false, false, true),
+        Proposal::Planned { invocation_id, planner, claimed } => {
+            if let Some(result_ref) = view.journal.get(&invocation_id).and_then(|state| state.outcome_ref) {
+                return Err(Failed::Refused(StoreError::AlreadyCommitted { invocation_id, result_ref }));
+            }
+            let world = view.world.as_ref().ok_or(StoreError::WorldAbsent)?;
+            let commit = planner(world);
+            validate(&commit)?;
+            if commit.invocation_id.as_deref() != Some(invocation_id.as_str()) {
+                return Err(Failed::Refused(StoreError::invalid(
+                    "invocationId",
+                    "the planned commit names another invocation",
+                )));
+            }
+            let on_current = commit.observed_head == Some(world.reference);
+            (commit, on_current, claimed, false)
+        }
+    };
+    let next = commit.next_world.reference;
+
+    // The journal rows this commit adds: its intent unless one is journaled, and its outcome.
+    let mut journal_rows = Vec::new();
+    if let Some(id) = &commit.invocation_id {
+        let state = view.journal.get(id);
+        match state.and_then(|state| state.intent.as_ref()) {
+            Some(existing) if *existing != IntentKey::of(&commit, id) => {
+                let kind = "commit";
+                return Err(Failed::Refused(StoreError::DuplicateInvocation { invocation_id: id.clone(), kind }));
+            }
+            Some(_) if state.is_some_and(|state| state.outcome_ref.is_some()) => {
+                return Ok(Accepted { commit, replayed: true, journal_rows, claimed: false });
+            }
+            Some(_) => {}
+            None => journal_rows.push(("intent", IntentKey::of(&commit, id).object(commit.logical_time))),
+        }
+        journal_rows.push(("outcome", journal::committed_outcome_object(id, &next, commit.logical_time)));
+    }
+
+    if !on_current {
+        let current = view.world.as_ref().map(|world| world.reference);
+        if current != commit.observed_head {
+            return Err(Failed::Refused(StoreError::Conflict { observed: commit.observed_head, selected: current }));
+        }
+    }
+    // A planned entry continues the chain the view holds; one fixed by its caller may name
+    // an index or a hash already logged.
+    let entry = &commit.entry;
+    let logged = view.entry_indexes.contains(&entry.entry_index)
+        || view.entry_hashes.contains(&entry.entry_hash)
+        || (fixed && entry_logged(tx, entry.entry_index, &entry.entry_hash).await?);
+    if logged {
+        return Err(Failed::Refused(StoreError::EntryExists(entry.entry_index)));
+    }
+    for object in journal_rows.iter().map(|(_, object)| object) {
+        object.verify("object")?;
+    }
+    {
+        let mut phase = lock(phase);
+        if *phase == Phase::GaveUp {
+            return Err(Failed::Refused(StoreError::Deadline));
+        }
+        *phase = Phase::Committing;
+    }
+
+    if let Some(id) = &commit.invocation_id {
+        let state = JournalState { intent: Some(IntentKey::of(&commit, id)), outcome_ref: Some(next) };
+        view.journal.insert(id.clone(), state);
+    }
+    view.entry_indexes.insert(entry.entry_index);
+    view.entry_hashes.insert(entry.entry_hash);
+    view.world = Some(commit.next_world);
+    Ok(Accepted { commit, replayed: false, journal_rows, claimed })
+}
+
+async fn entry_logged(tx: &mut AnyConnection, index: i64, hash: &HashRef) -> Result<bool, StoreError> {
+    let row = sqlx::query("SELECT 1 AS present FROM log_entries WHERE entry_index = $1 OR entry_hash = $2")
+        .bind(index)
+        .bind(hash.to_string())
+        .fetch_optional(tx)
+        .await?;
+    Ok(row.is_some())
+}
+
+/// Writes the accepted commits of a batch, in order, in one statement per table.
+async fn write(tx: &mut AnyConnection, commits: &[&Accepted]) -> Result<(), StoreError> {
+    let Some(last) = commits.last() else { return Ok(()) };
+    let entries: Vec<_> = commits.iter().map(|accepted| &accepted.commit.entry).collect();
+    let insert = "INSERT INTO log_entries (entry_index, entry_hash, semantics_epoch, transition_fn, interpreter, \
+                  prev_entry_hash, written_by, transition_ref)";
+    insert_rows(tx, insert, 8, "", &entries, |query, entry| {
+        query
+            .bind(entry.entry_index)
+            .bind(entry.entry_hash.to_string())
+            .bind(entry.semantics_epoch)
+            .bind(entry.transition_fn.to_string())
+            .bind(entry.interpreter.to_string())
+            .bind(entry.prev_entry_hash.to_string())
+            .bind(entry.written_by.clone())
+            .bind(entry.transition_ref.to_string())
+    })
+    .await?;
+
+    let mut objects = Vec::new();
+    for accepted in commits {
+        let journal = accepted.journal_rows.iter().map(|(_, object)| object);
+        for object in accepted.commit.objects.iter().chain(journal) {
+            // Verified when the commit was validated or its journal rows were made.
+            objects.push((object, object.payload.as_deref().unwrap_or_default()));
+        }
+    }
+    insert_objects(tx, &objects).await?;
+
+    let worlds: Vec<_> = commits.iter().map(|accepted| &accepted.commit.next_world).collect();
+    let insert = "INSERT INTO worlds (world_ref, revision, state_root, log_head)";
+    insert_rows(tx, insert, 4, "ON CONFLICT (world_ref) DO NOTHING", &worlds, |query, world| {
+        query
+            .bind(world.reference.to_string())
+            .bind(world.revision)
+            .bind(world.state_root.to_string())
+            .bind(world.log_head.to_string())
+    })
+    .await?;
+
+    // Which entry committed each object; an object repeated within one commit is recorded once.
+    let mut seen = HashSet::new();
+    let committed_objects: Vec<(HashRef, i64)> = commits
+        .iter()
+        .flat_map(|accepted| {
+            let index = accepted.commit.entry.entry_index;
+            accepted.commit.objects.iter().map(move |object| (object.hash, index))
+        })
+        .filter(|pair| seen.insert(*pair))
+        .collect();
+    let insert = "INSERT INTO commit_objects (object_ref, entry_index)";
+    let tail = "ON CONFLICT (object_ref, entry_index) DO NOTHING";
+    insert_rows(tx, insert, 2, tail, &committed_objects, |query, (hash, index)| {
+        query.bind(hash.to_string()).bind(*index)
+    })
+    .await?;
+
+    let mut rows = Vec::new();
+    let mut claimed = Vec::new();
+    for accepted in commits {
+        if let Some(id) = &accepted.commit.invocation_id {
+            rows.extend(accepted.journal_rows.iter().map(|(kind, object)| (id.as_str(), *kind, object)));
+            if accepted.claimed {
+                claimed.push(id.as_str());
+            }
+        }
+    }
+    journal::append_rows(tx, &rows).await?;
+    if !claimed.is_empty() {
+        // Claims turn committed with their commits, so no crash can leave a committed call
+        // looking unfinished.
+        let list: Vec<String> = (1..=claimed.len()).map(|i| format!("${i}")).collect();
+        let sql =
+            format!("UPDATE invocation_claims SET state = 'committed' WHERE invocation_id IN ({})", list.join(", "));
+        let query = claimed.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(*id));
+        query.execute(&mut *tx).await?;
+    }
+    set_head(tx, SELECTED_WORLD_HEAD, &last.commit.next_world.reference).await
 }
 
 fn validate(commit: &Commit) -> Result<(), StoreError> {
@@ -254,23 +465,4 @@ async fn selected_world(conn: &mut AnyConnection) -> Result<Option<WorldRow>, St
         return Err(StoreError::Damaged(format!("the selected head {head} has no world row")));
     }
     super::world_from_row(&row).map(Some)
-}
-
-/// Records which entry committed each of the commit's objects.
-async fn insert_commit_objects(conn: &mut AnyConnection, commit: &Commit) -> Result<(), StoreError> {
-    let mut seen = std::collections::HashSet::with_capacity(commit.objects.len());
-    let refs: Vec<_> = commit.objects.iter().map(|object| object.hash).filter(|hash| seen.insert(*hash)).collect();
-    for chunk in refs.chunks(super::ROWS_PER_INSERT) {
-        let sql = format!(
-            "INSERT INTO commit_objects (object_ref, entry_index) VALUES {} \
-             ON CONFLICT (object_ref, entry_index) DO NOTHING",
-            placeholders(chunk.len(), 2)
-        );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for hash in chunk {
-            query = query.bind(hash.to_string()).bind(commit.entry.entry_index);
-        }
-        query.execute(&mut *conn).await?;
-    }
-    Ok(())
 }

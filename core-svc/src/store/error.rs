@@ -34,6 +34,9 @@ pub enum StoreError {
     /// The COMMIT was sent but its outcome is unknown: reconcile before any retry.
     #[error("commit outcome unknown: {0}")]
     Uncertain(String),
+    /// A commit's transaction (shared with the commits queued beside it) failed before COMMIT.
+    #[error("nothing was committed: the commit transaction failed: {0}")]
+    RolledBack(String),
     #[error("store operation exceeded its deadline before anything was committed")]
     Deadline,
     #[error("database error: {0}")]

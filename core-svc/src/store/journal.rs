@@ -1,6 +1,8 @@
 //! The commit journal: one intent and at most one outcome per invocation id,
 //! ordered by a gapless sequence written under the store's write lock.
 
+use std::collections::HashMap;
+
 use serde_json::json;
 use sqlx::{AnyConnection, Row};
 use world_model::{HashRef, canonical_value};
@@ -81,29 +83,45 @@ impl IntentKey {
     }
 }
 
+#[derive(Default)]
 pub(super) struct JournalState {
     pub intent: Option<IntentKey>,
     pub outcome_ref: Option<HashRef>,
 }
 
 pub(super) async fn state(conn: &mut AnyConnection, invocation_id: &str) -> Result<JournalState, StoreError> {
-    let rows = sqlx::query(
-        "SELECT j.kind, o.payload FROM journal j JOIN objects o ON o.hash = j.object_ref WHERE j.invocation_id = $1",
-    )
-    .bind(invocation_id)
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut state = JournalState { intent: None, outcome_ref: None };
-    for row in rows {
+    let mut states = states(conn, &[invocation_id]).await?;
+    Ok(states.remove(invocation_id).unwrap_or_default())
+}
+
+/// The journal state of each id that has any journal row, in one statement.
+pub(super) async fn states(
+    conn: &mut AnyConnection,
+    invocation_ids: &[&str],
+) -> Result<HashMap<String, JournalState>, StoreError> {
+    let mut states = HashMap::new();
+    if invocation_ids.is_empty() {
+        return Ok(states);
+    }
+    let list: Vec<String> = (1..=invocation_ids.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "SELECT j.invocation_id, j.kind, o.payload FROM journal j JOIN objects o ON o.hash = j.object_ref \
+         WHERE j.invocation_id IN ({})",
+        list.join(", ")
+    );
+    let query = invocation_ids.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(*id));
+    for row in query.fetch_all(&mut *conn).await? {
+        let id: String = row.try_get("invocation_id")?;
         let kind: String = row.try_get("kind")?;
         let payload: Vec<u8> = row.try_get("payload")?;
+        let state: &mut JournalState = states.entry(id).or_default();
         match kind.as_str() {
             "intent" => state.intent = Some(IntentKey::decode(&payload)?),
             "outcome" => state.outcome_ref = Some(outcome_result(&payload)?),
             other => return Err(StoreError::Damaged(format!("journal row of kind {other:?}"))),
         }
     }
-    Ok(state)
+    Ok(states)
 }
 
 pub(super) async fn receipt(conn: &mut AnyConnection, invocation_id: &str) -> Result<Receipt, StoreError> {
@@ -129,32 +147,30 @@ pub(super) fn committed_outcome_object(invocation_id: &str, result_ref: &HashRef
     StoredObject::new(OUTCOME_SEMANTIC_ID, PROVENANCE, payload)
 }
 
-/// Appends journal rows (kind, stored object) for `invocation_id` in one statement, numbered
-/// on from the last sequence number; the caller holds the write lock and has stored the objects.
+/// Appends journal rows (invocation id, kind, stored object) in one statement, numbered on
+/// from the last sequence number; the caller holds the write lock and has stored the objects.
 pub(super) async fn append_rows(
     conn: &mut AnyConnection,
-    invocation_id: &str,
-    rows: &[(&str, StoredObject)],
+    rows: &[(&str, &str, &StoredObject)],
 ) -> Result<(), StoreError> {
-    if rows.is_empty() {
-        return Ok(());
+    for chunk in rows.chunks(super::ROWS_PER_INSERT) {
+        let arms: Vec<String> = (0..chunk.len())
+            .map(|i| {
+                format!(
+                    "SELECT newest.m + {}, ${}, ${}, ${} FROM (SELECT COALESCE(MAX(seq), 0) AS m FROM journal) AS newest",
+                    i + 1,
+                    3 * i + 1,
+                    3 * i + 2,
+                    3 * i + 3
+                )
+            })
+            .collect();
+        let sql = format!("INSERT INTO journal (seq, kind, invocation_id, object_ref) {}", arms.join(" UNION ALL "));
+        let query = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, (id, kind, object)| {
+            query.bind(*kind).bind(*id).bind(object.hash.to_string())
+        });
+        query.execute(&mut *conn).await?;
     }
-    let arms: Vec<String> = (0..rows.len())
-        .map(|i| {
-            format!(
-                "SELECT newest.m + {}, ${}, $1, ${} FROM (SELECT COALESCE(MAX(seq), 0) AS m FROM journal) AS newest",
-                i + 1,
-                2 * i + 2,
-                2 * i + 3
-            )
-        })
-        .collect();
-    let sql = format!("INSERT INTO journal (seq, kind, invocation_id, object_ref) {}", arms.join(" UNION ALL "));
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(invocation_id);
-    for (kind, object) in rows {
-        query = query.bind(*kind).bind(object.hash.to_string());
-    }
-    query.execute(conn).await?;
     Ok(())
 }
 

@@ -77,6 +77,8 @@ pub struct Store {
     /// lock over the moment it is free. The database lock still decides everything: other
     /// processes and cores wait on it as before.
     writers: Arc<Mutex<()>>,
+    /// Commits waiting for the writer turn; whoever gets it next commits them together.
+    pending: commit::Pending,
 }
 
 /// A write transaction holding this process's writer turn until it ends.
@@ -150,7 +152,8 @@ impl Store {
             })
             .connect_with(options)
             .await?;
-        let store = Self { pool, backend, location: location.clone(), writers: Arc::default() };
+        let store =
+            Self { pool, backend, location: location.clone(), writers: Arc::default(), pending: Arc::default() };
         let mut tx = store.write_tx().await?;
         schema::migrate(&mut tx, backend, &location.redacted()).await?;
         tx.commit().await?;
@@ -174,6 +177,11 @@ impl Store {
     /// ordinals, registry CAS) are serialised across processes.
     async fn write_tx(&self) -> Result<WriteTx, StoreError> {
         let turn = self.writer_turn().await;
+        self.write_tx_on(turn).await
+    }
+
+    /// [`Self::write_tx`] for a caller that already holds its writer turn.
+    async fn write_tx_on(&self, turn: OwnedMutexGuard<()>) -> Result<WriteTx, StoreError> {
         let tx = match self.backend {
             Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
             Backend::Postgres => {
@@ -350,21 +358,33 @@ const ROWS_PER_INSERT: usize = 100;
 async fn insert_objects(conn: &mut AnyConnection, objects: &[(&StoredObject, &[u8])]) -> Result<(), StoreError> {
     let mut seen = std::collections::HashSet::with_capacity(objects.len());
     let unique: Vec<_> = objects.iter().filter(|(object, _)| seen.insert(object.hash)).collect();
-    for chunk in unique.chunks(ROWS_PER_INSERT) {
-        let sql = format!(
-            "INSERT INTO objects (hash, interface_hash, semantic_id, provenance, payload) VALUES {} \
-             ON CONFLICT (hash) DO NOTHING",
-            placeholders(chunk.len(), 5)
-        );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for (object, payload) in chunk {
-            query = query
-                .bind(object.hash.to_string())
-                .bind(object.interface_hash.to_string())
-                .bind(object.semantic_id.as_str())
-                .bind(object.provenance.as_str())
-                .bind(*payload);
-        }
+    let insert = "INSERT INTO objects (hash, interface_hash, semantic_id, provenance, payload)";
+    insert_rows(conn, insert, 5, "ON CONFLICT (hash) DO NOTHING", &unique, |query, (object, payload)| {
+        query
+            .bind(object.hash.to_string())
+            .bind(object.interface_hash.to_string())
+            .bind(object.semantic_id.clone())
+            .bind(object.provenance.clone())
+            .bind(payload.to_vec())
+    })
+    .await
+}
+
+type AnyQuery = sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments>;
+
+/// Inserts `rows` in as few statements as possible: `insert` is `INSERT INTO t (a, b)`,
+/// `tail` follows the VALUES list, `bind` binds one row's `columns` values.
+async fn insert_rows<T>(
+    conn: &mut AnyConnection,
+    insert: &str,
+    columns: usize,
+    tail: &str,
+    rows: &[T],
+    bind: impl Fn(AnyQuery, &T) -> AnyQuery,
+) -> Result<(), StoreError> {
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let sql = format!("{insert} VALUES {} {tail}", placeholders(chunk.len(), columns));
+        let query = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), &bind);
         query.execute(&mut *conn).await?;
     }
     Ok(())

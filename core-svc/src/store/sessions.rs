@@ -3,6 +3,8 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use world_model::HashRef;
+
 use super::{SessionRow, Store, StoreError};
 
 /// `session list` shows at most this many rows.
@@ -38,6 +40,29 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?;
         row.map(|row| session_from_row(&row)).transpose()
+    }
+
+    /// The session and the named registry's head in one statement: admission needs both, fresh,
+    /// on every request.
+    pub async fn session_and_registry_head(
+        &self,
+        credential_id: &str,
+        registry: &str,
+    ) -> Result<Option<(SessionRow, Option<HashRef>)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT credential_id, episode, grants_json, expires_at, created_at, \
+             (SELECT ref FROM heads WHERE name = $2) AS registry_head FROM sessions WHERE credential_id = $1",
+        )
+        .bind(credential_id)
+        .bind(super::registry_key(registry))
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let head = match row.try_get::<Option<String>, _>("registry_head")? {
+            Some(_) => Some(super::column_ref(&row, "registry_head")?),
+            None => None,
+        };
+        Ok(Some((session_from_row(&row)?, head)))
     }
 
     pub async fn list_sessions(&self, episode: Option<&str>) -> Result<Vec<SessionRow>, StoreError> {
