@@ -130,6 +130,7 @@ suite!(
     concurrent_commits_on_one_head_have_one_winner,
     invocation_claims_guard_an_id_and_name_its_call,
     a_planned_commit_extends_the_current_head_and_reports_a_committed_id,
+    concurrent_commits_share_transactions_and_each_is_checked_alone,
 );
 
 async fn a_fresh_store_is_created_and_reopens(location: StoreLocation) {
@@ -456,4 +457,67 @@ async fn a_planned_commit_extends_the_current_head_and_reports_a_committed_id(lo
         store.receipt("a2a:ep1:planned").await.unwrap(),
         Receipt::Resolved { result_ref: commit.next_world.reference }
     );
+}
+
+/// Commits arriving together are committed together, each checked against the world the
+/// ones before it left: distinct ids all land once, in one gapless chain; the second send of
+/// an id is told it already committed; a commit fixed on a stale head conflicts.
+async fn concurrent_commits_share_transactions_and_each_is_checked_alone(location: StoreLocation) {
+    const IDS: usize = 30;
+    const SENDS: usize = 40;
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let genesis = genesis::commit_genesis(&store, 1).await.unwrap();
+    let stale = next_commit(Some(&genesis), "stale", None);
+    let sends: Vec<_> = (0..SENDS)
+        .map(|n| {
+            let store = store.clone();
+            let id = format!("mcp:ep1:call-{}", n % IDS);
+            tokio::spawn(async move {
+                let planner: world_core::store::Planner = {
+                    let id = id.clone();
+                    Box::new(move |world: &WorldRow| next_commit(Some(world), &format!("send {n}"), Some(&id)))
+                };
+                (id.clone(), store.commit_next(&id, planner, false, BUDGET).await)
+            })
+        })
+        .collect();
+    let stale_send = tokio::spawn({
+        let store = store.clone();
+        async move {
+            // Let the planned commits move the head first.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            store.commit(stale, BUDGET).await
+        }
+    });
+    let mut committed = std::collections::HashMap::new();
+    let mut repeats = Vec::new();
+    for send in sends {
+        match send.await.unwrap() {
+            (id, Ok((_, commit))) => {
+                assert!(committed.insert(id, commit.next_world.reference).is_none(), "an id committed twice");
+            }
+            (_, Err(StoreError::AlreadyCommitted { invocation_id, result_ref })) => {
+                repeats.push((invocation_id, result_ref))
+            }
+            (id, Err(other)) => panic!("{id}: {other}"),
+        }
+    }
+    assert_eq!(committed.len(), IDS);
+    assert_eq!(repeats.len(), SENDS - IDS);
+    for (id, result_ref) in repeats {
+        assert_eq!(committed[&id], result_ref, "a repeat names the world its id committed");
+    }
+    assert!(matches!(stale_send.await.unwrap(), Err(StoreError::Conflict { .. })));
+
+    let head = head_world(&store).await.unwrap();
+    assert_eq!(head.revision, IDS as i64);
+    let log = store.log_page(0, 500).await.unwrap();
+    assert_eq!(log.len(), IDS + 1, "the log is gapless");
+    for pair in log.windows(2) {
+        assert_eq!(pair[1].prev_entry_hash, pair[0].entry_hash, "each entry chains to the one before");
+    }
+    assert_eq!(store.journal_len().await.unwrap(), 2 * IDS as i64, "one intent and one outcome per id");
+    for (id, result_ref) in &committed {
+        assert_eq!(store.receipt(id).await.unwrap(), Receipt::Resolved { result_ref: *result_ref });
+    }
 }

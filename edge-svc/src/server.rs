@@ -104,7 +104,13 @@ async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
     let _entered = span.enter();
     let elapsed = started.elapsed();
     state.metrics.observe(label, status, elapsed);
-    tracing::info!(%method, route = label, status, elapsed_ms = elapsed.as_secs_f64() * 1e3, "request");
+    // Metrics and traces account for every request; the log keeps the ones that went wrong.
+    let elapsed_ms = elapsed.as_secs_f64() * 1e3;
+    if status >= 400 {
+        tracing::info!(%method, route = label, status, elapsed_ms, "request");
+    } else {
+        tracing::debug!(%method, route = label, status, elapsed_ms, "request");
+    }
     if method == Method::HEAD { strip_body(response) } else { response }
 }
 

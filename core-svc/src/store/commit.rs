@@ -6,10 +6,10 @@
 //! COMMIT (the fsync that bounds a lone commit). Each is checked in full
 //! against the world the ones before it left, exactly as if it ran alone.
 //!
-//! The transaction runs on its own task so that a caller giving up (a client
-//! disconnect, a deadline) can never abandon it half-way: before its commit's
-//! first write a give-up is a definite "not committed"; from then on the
-//! outcome is `Uncertain` until reconciled.
+//! The transaction runs on a task of its own (on the commit thread), so a caller
+//! giving up (a client disconnect, a deadline) can never abandon it half-way:
+//! until its commit has passed its checks in a batch a give-up is a definite
+//! "not committed"; from then on the outcome is `Uncertain` until reconciled.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -149,7 +149,7 @@ impl Store {
         lock(&self.pending).push_back(Queued { proposal, phase: Arc::clone(&phase), reply });
         // Every queued commit brings a turn at the write lock and every turn commits what is
         // pending, so a commit is in the first batch after it was queued.
-        tokio::spawn({
+        committer().spawn({
             let store = self.clone();
             async move {
                 let turn = store.writer_turn().await;
@@ -232,6 +232,22 @@ impl Store {
         let row = sqlx::query("SELECT COUNT(*) AS n FROM journal").fetch_one(&self.pool).await?;
         Ok(row.try_get::<i64, _>("n")?)
     }
+}
+
+/// The thread commits run on, with its own runtime: a commit's many short waits on the
+/// database are then answered at once, not after every other task the core has queued.
+fn committer() -> &'static tokio::runtime::Handle {
+    static COMMITTER: std::sync::OnceLock<tokio::runtime::Handle> = std::sync::OnceLock::new();
+    COMMITTER.get_or_init(|| {
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().expect("the commit runtime starts");
+        let handle = runtime.handle().clone();
+        std::thread::Builder::new()
+            .name("world-commit".into())
+            .spawn(move || runtime.block_on(std::future::pending::<()>()))
+            .expect("the commit thread starts");
+        handle
+    })
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
