@@ -15,7 +15,7 @@ use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -136,10 +136,6 @@ impl Spawn {
             }
         }
         self
-    }
-
-    pub fn program(&self) -> &Path {
-        &self.program
     }
 }
 

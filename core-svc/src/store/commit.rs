@@ -169,7 +169,7 @@ impl Store {
             Err(_elapsed) => {
                 let mut phase = lock(&phase);
                 if *phase == Phase::Committing {
-                    Err(StoreError::Uncertain("the commit budget ended after the commit began writing".into()))
+                    Err(StoreError::Uncertain("the commit budget ended after the commit passed its checks".into()))
                 } else {
                     *phase = Phase::GaveUp;
                     Err(StoreError::Deadline)
@@ -188,11 +188,10 @@ impl Store {
             Err(error) => return fail_all(replies(batch), &error.to_string()),
         };
         let ids: Vec<&str> = batch.iter().filter_map(|queued| queued.proposal.invocation_id()).collect();
-        let view = match read_view(&mut tx, &ids).await {
+        let mut view = match read_view(&mut tx, &ids).await {
             Ok(view) => view,
             Err(error) => return fail_all(replies(batch), &error.to_string()),
         };
-        let mut view = view;
         let mut accepted = Vec::with_capacity(batch.len());
         let mut queue = batch.into_iter();
         while let Some(Queued { proposal, phase, reply }) = queue.next() {
