@@ -326,6 +326,16 @@ async fn sessions_store_only_credential_ids(location: StoreLocation) {
         .await
         .unwrap();
     assert_eq!(store.session(&row.credential_id).await.unwrap(), Some(row.clone()));
+    // Admission reads the session and the registry head in one statement.
+    let registry = "world/transition-registry/v1";
+    let both = store.session_and_registry_head(&row.credential_id, registry).await.unwrap();
+    assert_eq!(both, Some((row.clone(), None)));
+    let revision = StoredObject::new("test/registry/v1", "suite", b"revision".to_vec());
+    store.put_object(&revision).await.unwrap();
+    store.compare_and_set_registry_head(registry, None, &revision.hash).await.unwrap();
+    let both = store.session_and_registry_head(&row.credential_id, registry).await.unwrap();
+    assert_eq!(both, Some((row.clone(), Some(revision.hash))));
+    assert_eq!(store.session_and_registry_head(&"c".repeat(64), registry).await.unwrap(), None);
     assert_eq!(store.list_sessions(None).await.unwrap().len(), 2);
     assert_eq!(store.list_sessions(Some("ep2")).await.unwrap().len(), 1);
     assert!(store.delete_session(&row.credential_id).await.unwrap());
