@@ -220,9 +220,8 @@ impl Child {
 
 impl Drop for Child {
     fn drop(&mut self) {
+        self.kill_group();
         if self.exited.take().is_some() {
-            // SAFETY: as in kill_group.
-            unsafe { libc::kill(-self.pid, libc::SIGKILL) };
             let pid = self.pid;
             let reap = move || {
                 let mut status = 0;

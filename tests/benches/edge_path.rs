@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use world_tests::{World, bin, examples_dir, start_edge};
+use world_tests::{World, bin, examples_dir};
 
 const RUN: Duration = Duration::from_secs(5);
 
@@ -98,12 +98,8 @@ fn mcp_post(client: &reqwest::Client, url: &str, token: &str, body: &'static str
 async fn main() {
     // Capsule roots on a tmpfs, as the compose deployment has them: making and removing a
     // root per call is then cheap, the store stays on disk.
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("world.db");
     let capsules = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
-    let mut world = World::echo_core_on(dir, store, None, &[], &[("TMPDIR", capsules)]);
-    let (edge, edge_url) = start_edge(&[&world.core_addr], world.dir.path(), &[]);
-    (world.edge, world.edge_url) = (Some(edge), edge_url);
+    let world = World::with_echo_env(&[("TMPDIR", capsules)]);
     let token = world.mint("bench", &["world.apply=world:100000000"], 3600);
     let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
     let mcp = world.url("/mcp/");

@@ -153,7 +153,12 @@ impl World {
     /// through the attended prompt, genesis is committed, then a core with
     /// the interpreter and an edge start.
     pub fn with_echo() -> Self {
-        let mut world = Self::echo_core();
+        Self::with_echo_env(&[])
+    }
+
+    /// Like [`World::with_echo`], with `env` added to the serving core's environment.
+    pub fn with_echo_env(env: &[(&str, &str)]) -> Self {
+        let mut world = Self::echo_core_env(env);
         let (edge, edge_url) = start_edge(&[&world.core_addr], world.dir.path(), &[]);
         world.edge = Some(edge);
         world.edge_url = edge_url;
@@ -162,9 +167,13 @@ impl World {
 
     /// Like [`World::with_echo`], without an edge.
     pub fn echo_core() -> Self {
+        Self::echo_core_env(&[])
+    }
+
+    fn echo_core_env(env: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = dir.path().join("world.db");
-        Self::echo_core_on(dir, store, None, &[], &[])
+        Self::echo_core_on(dir, store, None, &[], env)
     }
 
     /// An echo world on `store` (a SQLite path or a PostgreSQL URL); a

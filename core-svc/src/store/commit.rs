@@ -23,7 +23,7 @@ use world_model::HashRef;
 use super::journal::{self, IntentKey, JournalState};
 use super::{
     Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, insert_objects,
-    insert_rows, set_head,
+    insert_rows, placeholders, set_head,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -111,12 +111,6 @@ impl From<StoreError> for Failed {
             error @ StoreError::Database(_) => Failed::Broken(error),
             error => Failed::Refused(error),
         }
-    }
-}
-
-impl From<sqlx::Error> for Failed {
-    fn from(error: sqlx::Error) -> Self {
-        Failed::Broken(error.into())
     }
 }
 
@@ -334,9 +328,6 @@ async fn check(
     if logged {
         return Err(Failed::Refused(StoreError::EntryExists(entry.entry_index)));
     }
-    for object in journal_rows.iter().map(|(_, object)| object) {
-        object.verify("object")?;
-    }
     {
         let mut phase = lock(phase);
         if *phase == Phase::GaveUp {
@@ -378,7 +369,7 @@ async fn write(tx: &mut AnyConnection, commits: &[&Accepted]) -> Result<(), Stor
             .bind(entry.transition_fn.to_string())
             .bind(entry.interpreter.to_string())
             .bind(entry.prev_entry_hash.to_string())
-            .bind(entry.written_by.clone())
+            .bind(entry.written_by.as_str())
             .bind(entry.transition_ref.to_string())
     })
     .await?;
@@ -387,7 +378,7 @@ async fn write(tx: &mut AnyConnection, commits: &[&Accepted]) -> Result<(), Stor
     for accepted in commits {
         let journal = accepted.journal_rows.iter().map(|(_, object)| object);
         for object in accepted.commit.objects.iter().chain(journal) {
-            // Verified when the commit was validated or its journal rows were made.
+            // Verified when the commit was validated; journal objects are hashed as they are made.
             objects.push((object, object.payload.as_deref().unwrap_or_default()));
         }
     }
@@ -435,9 +426,10 @@ async fn write(tx: &mut AnyConnection, commits: &[&Accepted]) -> Result<(), Stor
     if !claimed.is_empty() {
         // Claims turn committed with their commits, so no crash can leave a committed call
         // looking unfinished.
-        let list: Vec<String> = (1..=claimed.len()).map(|i| format!("${i}")).collect();
-        let sql =
-            format!("UPDATE invocation_claims SET state = 'committed' WHERE invocation_id IN ({})", list.join(", "));
+        let sql = format!(
+            "UPDATE invocation_claims SET state = 'committed' WHERE invocation_id IN {}",
+            placeholders(1, claimed.len())
+        );
         let query = claimed.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(*id));
         query.execute(&mut *tx).await?;
     }

@@ -103,11 +103,10 @@ pub(super) async fn states(
     if invocation_ids.is_empty() {
         return Ok(states);
     }
-    let list: Vec<String> = (1..=invocation_ids.len()).map(|i| format!("${i}")).collect();
     let sql = format!(
         "SELECT j.invocation_id, j.kind, o.payload FROM journal j JOIN objects o ON o.hash = j.object_ref \
-         WHERE j.invocation_id IN ({})",
-        list.join(", ")
+         WHERE j.invocation_id IN {}",
+        super::placeholders(1, invocation_ids.len())
     );
     let query = invocation_ids.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(*id));
     for row in query.fetch_all(&mut *conn).await? {

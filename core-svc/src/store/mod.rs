@@ -363,9 +363,9 @@ async fn insert_objects(conn: &mut AnyConnection, objects: &[(&StoredObject, &[u
         query
             .bind(object.hash.to_string())
             .bind(object.interface_hash.to_string())
-            .bind(object.semantic_id.clone())
-            .bind(object.provenance.clone())
-            .bind(payload.to_vec())
+            .bind(object.semantic_id.as_str())
+            .bind(object.provenance.as_str())
+            .bind(*payload)
     })
     .await
 }
