@@ -322,10 +322,12 @@ async fn spin_arguments(url: &str, token: &str, seconds: f64) -> Value {
 async fn more_concurrent_calls_than_slots_are_refused_as_capacity_exceeded() {
     let world = fixture_world(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
-    // A short slot wait makes the refusal come long before any call ends: 8 calls of ~3 s hold
-    // every slot while the other 4 wait 1 s.
+    // A short slot wait makes the refusal come long before any call ends: 8 calls sharing
+    // this machine's cores hold every slot for about 4 s while the other 4 wait 1 s. Much
+    // longer calls could run into the 20 s deadline on a loaded machine.
     let (_edge, url) = world.extra_edge(&["--callback-slot-wait", "1s"]);
-    let arguments = spin_arguments(&url, &token, 3.0).await;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let arguments = spin_arguments(&url, &token, 4.0 * (cores / 8.0).min(1.0)).await;
     let calls = (0..12).map(|i| {
         let (url, token, body) = (url.clone(), token.clone(), call(i, "tests_dspin", arguments.clone()));
         async move { post(&url, &token, body).await }
