@@ -21,9 +21,10 @@ use tokio::sync::{OwnedMutexGuard, oneshot};
 use world_model::HashRef;
 
 use super::journal::{self, IntentKey, JournalState};
+use super::script::{Script, placeholders};
 use super::{
-    Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, insert_objects,
-    insert_rows, placeholders, set_head,
+    Backend, Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow,
+    insert_objects, set_head,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -204,7 +205,7 @@ impl Store {
             }
         }
         let commits: Vec<&Accepted> = accepted.iter().map(|(_, commit)| commit).filter(|c| !c.replayed).collect();
-        if let Err(error) = write(&mut tx, &commits).await {
+        if let Err(error) = write(&mut tx, self.backend, &commits).await {
             return fail_all(accepted.into_iter().map(|(reply, _)| reply), &error.to_string());
         }
         let committed = tx.commit().await.map_err(|e| e.to_string());
@@ -355,14 +356,16 @@ async fn entry_logged(tx: &mut AnyConnection, index: i64, hash: &HashRef) -> Res
     Ok(row.is_some())
 }
 
-/// Writes the accepted commits of a batch, in order, in one statement per table.
-async fn write(tx: &mut AnyConnection, commits: &[&Accepted]) -> Result<(), StoreError> {
+/// Writes the accepted commits of a batch, in order, in one statement per table and one
+/// script for all of them.
+async fn write(tx: &mut AnyConnection, backend: Backend, commits: &[&Accepted]) -> Result<(), StoreError> {
     let Some(last) = commits.last() else { return Ok(()) };
+    let mut script = Script::new(backend);
     let entries: Vec<_> = commits.iter().map(|accepted| &accepted.commit.entry).collect();
     let insert = "INSERT INTO log_entries (entry_index, entry_hash, semantics_epoch, transition_fn, interpreter, \
                   prev_entry_hash, written_by, transition_ref)";
-    insert_rows(tx, insert, 8, "", &entries, |query, entry| {
-        query
+    script.insert_rows(insert, 8, "", &entries, |script, entry| {
+        script
             .bind(entry.entry_index)
             .bind(entry.entry_hash.to_string())
             .bind(entry.semantics_epoch)
@@ -370,9 +373,8 @@ async fn write(tx: &mut AnyConnection, commits: &[&Accepted]) -> Result<(), Stor
             .bind(entry.interpreter.to_string())
             .bind(entry.prev_entry_hash.to_string())
             .bind(entry.written_by.as_str())
-            .bind(entry.transition_ref.to_string())
-    })
-    .await?;
+            .bind(entry.transition_ref.to_string());
+    });
 
     let mut objects = Vec::new();
     for accepted in commits {
@@ -382,18 +384,17 @@ async fn write(tx: &mut AnyConnection, commits: &[&Accepted]) -> Result<(), Stor
             objects.push((object, object.payload.as_deref().unwrap_or_default()));
         }
     }
-    insert_objects(tx, &objects).await?;
+    insert_objects(&mut script, &objects);
 
     let worlds: Vec<_> = commits.iter().map(|accepted| &accepted.commit.next_world).collect();
     let insert = "INSERT INTO worlds (world_ref, revision, state_root, log_head)";
-    insert_rows(tx, insert, 4, "ON CONFLICT (world_ref) DO NOTHING", &worlds, |query, world| {
-        query
+    script.insert_rows(insert, 4, "ON CONFLICT (world_ref) DO NOTHING", &worlds, |script, world| {
+        script
             .bind(world.reference.to_string())
             .bind(world.revision)
             .bind(world.state_root.to_string())
-            .bind(world.log_head.to_string())
-    })
-    .await?;
+            .bind(world.log_head.to_string());
+    });
 
     // Which entry committed each object; an object repeated within one commit is recorded once.
     let mut seen = HashSet::new();
@@ -407,10 +408,9 @@ async fn write(tx: &mut AnyConnection, commits: &[&Accepted]) -> Result<(), Stor
         .collect();
     let insert = "INSERT INTO commit_objects (object_ref, entry_index)";
     let tail = "ON CONFLICT (object_ref, entry_index) DO NOTHING";
-    insert_rows(tx, insert, 2, tail, &committed_objects, |query, (hash, index)| {
-        query.bind(hash.to_string()).bind(*index)
-    })
-    .await?;
+    script.insert_rows(insert, 2, tail, &committed_objects, |script, (hash, index)| {
+        script.bind(hash.to_string()).bind(*index);
+    });
 
     let mut rows = Vec::new();
     let mut claimed = Vec::new();
@@ -422,18 +422,20 @@ async fn write(tx: &mut AnyConnection, commits: &[&Accepted]) -> Result<(), Stor
             }
         }
     }
-    journal::append_rows(tx, &rows).await?;
+    journal::append_rows(&mut script, &rows);
     if !claimed.is_empty() {
         // Claims turn committed with their commits, so no crash can leave a committed call
         // looking unfinished.
-        let sql = format!(
+        script.statement(&format!(
             "UPDATE invocation_claims SET state = 'committed' WHERE invocation_id IN {}",
             placeholders(1, claimed.len())
-        );
-        let query = claimed.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(*id));
-        query.execute(&mut *tx).await?;
+        ));
+        for id in claimed {
+            script.bind(id);
+        }
     }
-    set_head(tx, SELECTED_WORLD_HEAD, &last.commit.next_world.reference).await
+    set_head(&mut script, SELECTED_WORLD_HEAD, &last.commit.next_world.reference);
+    script.run(tx).await
 }
 
 fn validate(commit: &Commit) -> Result<(), StoreError> {

@@ -7,6 +7,7 @@ use serde_json::json;
 use sqlx::{AnyConnection, Row};
 use world_model::{HashRef, canonical_value};
 
+use super::script::{ROWS_PER_INSERT, Script, placeholders};
 use super::{Commit, Receipt, StoreError, StoredObject};
 
 pub const INTENT_SEMANTIC_ID: &str = "world/journal-intent/v1";
@@ -106,7 +107,7 @@ pub(super) async fn states(
     let sql = format!(
         "SELECT j.invocation_id, j.kind, o.payload FROM journal j JOIN objects o ON o.hash = j.object_ref \
          WHERE j.invocation_id IN {}",
-        super::placeholders(1, invocation_ids.len())
+        placeholders(1, invocation_ids.len())
     );
     let query = invocation_ids.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(*id));
     for row in query.fetch_all(&mut *conn).await? {
@@ -146,13 +147,10 @@ pub(super) fn committed_outcome_object(invocation_id: &str, result_ref: &HashRef
     StoredObject::new(OUTCOME_SEMANTIC_ID, PROVENANCE, payload)
 }
 
-/// Appends journal rows (invocation id, kind, stored object) in one statement, numbered on
-/// from the last sequence number; the caller holds the write lock and has stored the objects.
-pub(super) async fn append_rows(
-    conn: &mut AnyConnection,
-    rows: &[(&str, &str, &StoredObject)],
-) -> Result<(), StoreError> {
-    for chunk in rows.chunks(super::ROWS_PER_INSERT) {
+/// Appends journal rows (invocation id, kind, stored object) to `script`, numbered on from
+/// the last sequence number; the caller holds the write lock and stores the objects first.
+pub(super) fn append_rows(script: &mut Script, rows: &[(&str, &str, &StoredObject)]) {
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
         let arms: Vec<String> = (0..chunk.len())
             .map(|i| {
                 format!(
@@ -164,13 +162,14 @@ pub(super) async fn append_rows(
                 )
             })
             .collect();
-        let sql = format!("INSERT INTO journal (seq, kind, invocation_id, object_ref) {}", arms.join(" UNION ALL "));
-        let query = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, (id, kind, object)| {
-            query.bind(*kind).bind(*id).bind(object.hash.to_string())
-        });
-        query.execute(&mut *conn).await?;
+        script.statement(&format!(
+            "INSERT INTO journal (seq, kind, invocation_id, object_ref) {}",
+            arms.join(" UNION ALL ")
+        ));
+        for (id, kind, object) in chunk {
+            script.bind(*kind).bind(*id).bind(object.hash.to_string());
+        }
     }
-    Ok(())
 }
 
 fn outcome_result(payload: &[u8]) -> Result<HashRef, StoreError> {

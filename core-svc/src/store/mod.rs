@@ -11,6 +11,7 @@ mod journal;
 mod location;
 mod records;
 mod schema;
+mod script;
 mod serving_lock;
 mod sessions;
 
@@ -23,6 +24,8 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::{AnyConnection, AnyPool, Row, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use world_model::HashRef;
+
+use script::Script;
 
 pub use claims::Claim;
 pub use commit::Planner;
@@ -204,8 +207,10 @@ impl Store {
     /// identical objects are kept once (the first writer's provenance wins).
     pub async fn put_object(&self, object: &StoredObject) -> Result<(), StoreError> {
         let payload = object.verify("object")?;
+        let mut script = Script::new(self.backend);
+        insert_objects(&mut script, &[(object, payload)]);
         let _turn = self.writer_turn().await;
-        insert_objects(&mut *self.pool.acquire().await?, &[(object, payload)]).await
+        script.run(&mut *self.pool.acquire().await?).await
     }
 
     pub async fn get_object(&self, hash: &HashRef, with_payload: bool) -> Result<Option<StoredObject>, StoreError> {
@@ -303,7 +308,9 @@ impl Store {
         if actual.as_ref() != expected {
             return Err(StoreError::RegistryConflict { name: name.to_owned(), expected: expected.copied(), actual });
         }
-        set_head(&mut tx, &key, next).await?;
+        let mut script = Script::new(self.backend);
+        set_head(&mut script, &key, next);
+        script.run(&mut tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -350,53 +357,20 @@ fn entry_from_row(row: &AnyRow) -> Result<LogEntry, StoreError> {
     })
 }
 
-/// Rows per multi-row INSERT: far below either backend's limit on bound values.
-const ROWS_PER_INSERT: usize = 100;
-
-/// Stores verified objects (each with its payload) in as few statements as possible; a hash
-/// already stored, or repeated in `objects`, keeps its first row.
-async fn insert_objects(conn: &mut AnyConnection, objects: &[(&StoredObject, &[u8])]) -> Result<(), StoreError> {
+/// Adds verified objects (each with its payload) to `script` in as few statements as
+/// possible; a hash already stored, or repeated in `objects`, keeps its first row.
+fn insert_objects(script: &mut Script, objects: &[(&StoredObject, &[u8])]) {
     let mut seen = std::collections::HashSet::with_capacity(objects.len());
     let unique: Vec<_> = objects.iter().filter(|(object, _)| seen.insert(object.hash)).collect();
     let insert = "INSERT INTO objects (hash, interface_hash, semantic_id, provenance, payload)";
-    insert_rows(conn, insert, 5, "ON CONFLICT (hash) DO NOTHING", &unique, |query, (object, payload)| {
-        query
+    script.insert_rows(insert, 5, "ON CONFLICT (hash) DO NOTHING", &unique, |script, (object, payload)| {
+        script
             .bind(object.hash.to_string())
             .bind(object.interface_hash.to_string())
             .bind(object.semantic_id.as_str())
             .bind(object.provenance.as_str())
-            .bind(*payload)
-    })
-    .await
-}
-
-type AnyQuery = sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments>;
-
-/// Inserts `rows` in as few statements as possible: `insert` is `INSERT INTO t (a, b)`,
-/// `tail` follows the VALUES list, `bind` binds one row's `columns` values.
-async fn insert_rows<T>(
-    conn: &mut AnyConnection,
-    insert: &str,
-    columns: usize,
-    tail: &str,
-    rows: &[T],
-    bind: impl Fn(AnyQuery, &T) -> AnyQuery,
-) -> Result<(), StoreError> {
-    for chunk in rows.chunks(ROWS_PER_INSERT) {
-        let sql = format!("{insert} VALUES {} {tail}", placeholders(chunk.len(), columns));
-        let query = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), &bind);
-        query.execute(&mut *conn).await?;
-    }
-    Ok(())
-}
-
-/// `($1, $2), ($3, $4)` for `rows` rows of `columns` values.
-fn placeholders(rows: usize, columns: usize) -> String {
-    let row = |r: usize| {
-        let values: Vec<String> = (1..=columns).map(|c| format!("${}", r * columns + c)).collect();
-        format!("({})", values.join(", "))
-    };
-    (0..rows).map(row).collect::<Vec<_>>().join(", ")
+            .bind(*payload);
+    });
 }
 
 async fn object_exists(conn: &mut AnyConnection, hash: &HashRef) -> Result<bool, StoreError> {
@@ -412,11 +386,9 @@ async fn head(conn: &mut AnyConnection, name: &str) -> Result<Option<HashRef>, S
     row.map(|row| column_ref(&row, "ref")).transpose()
 }
 
-async fn set_head(conn: &mut AnyConnection, name: &str, value: &HashRef) -> Result<(), StoreError> {
-    sqlx::query("INSERT INTO heads (name, ref) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET ref = excluded.ref")
+fn set_head(script: &mut Script, name: &str, value: &HashRef) {
+    script
+        .statement("INSERT INTO heads (name, ref) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET ref = excluded.ref")
         .bind(name)
-        .bind(value.to_string())
-        .execute(conn)
-        .await?;
-    Ok(())
+        .bind(value.to_string());
 }
