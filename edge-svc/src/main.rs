@@ -4,6 +4,11 @@ use anyhow::Context as _;
 use clap::Parser as _;
 use world_edge::{EdgeArgs, LogFormat};
 
+/// Request handling allocates many small short-lived buffers; glibc's allocator made a
+/// tenth of the CPU time on the request path.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let args = EdgeArgs::parse();
     let runtime =

@@ -9,7 +9,9 @@
 //!
 //! An answer whose body is a JSON-RPC error counts as a failure, not a success.
 //! Each loop is bounded in time; traffic stays on loopback. `-- list` or
-//! `-- call` runs one pair only (for profiling).
+//! `-- call` runs one pair only (for profiling). Each pair also reports the CPU
+//! time the core and the edge spent per answer, which varies far less from run
+//! to run than throughput on a shared machine.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,8 +27,21 @@ struct Tally {
     failed: AtomicU64,
 }
 
-/// Runs `concurrency` workers calling `once` until `RUN` elapses; successes per second.
-async fn measure<F, Fut>(concurrency: usize, once: F) -> (f64, u64)
+/// What one measured loop did.
+struct Run {
+    ok: u64,
+    failed: u64,
+    seconds: f64,
+}
+
+impl Run {
+    fn rate(&self) -> f64 {
+        self.ok as f64 / self.seconds
+    }
+}
+
+/// Runs `concurrency` workers calling `once` until `RUN` elapses.
+async fn measure<F, Fut>(concurrency: usize, once: F) -> Run
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = bool> + Send,
@@ -51,8 +66,41 @@ where
     for worker in workers {
         let _ = worker.await;
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    (tally.ok.load(Ordering::Relaxed) as f64 / elapsed, tally.failed.load(Ordering::Relaxed))
+    Run {
+        ok: tally.ok.load(Ordering::Relaxed),
+        failed: tally.failed.load(Ordering::Relaxed),
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// User and system CPU time a process has used so far, in microseconds.
+fn cpu_micros(pid: i32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (ticks(11) + ticks(12)) * 1e6 / per_second
+}
+
+/// Measures `run` and the CPU the core and the edge spent on it, per answer.
+struct Processes {
+    core: i32,
+    edge: i32,
+}
+
+impl Processes {
+    async fn measure(&self, run: impl std::future::Future<Output = Run>) -> (Run, String) {
+        let (core, edge) = (cpu_micros(self.core), cpu_micros(self.edge));
+        let run = run.await;
+        let per_answer = |before: f64, pid: i32| (cpu_micros(pid) - before) / run.ok.max(1) as f64;
+        let cpu = format!(
+            "CPU per answer: core {:.0} µs, edge {:.0} µs",
+            per_answer(core, self.core),
+            per_answer(edge, self.edge)
+        );
+        (run, cpu)
+    }
 }
 
 /// A JSON-RPC success: an SSE `data:` line (or a JSON body) whose object has `result`.
@@ -104,19 +152,21 @@ async fn main() {
     let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
     let mcp = world.url("/mcp/");
 
+    let processes = Processes { core: world.core.pid(), edge: world.edge.as_ref().expect("an edge").pid() };
+
     let only = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
     let runs = |pair: &str| only.as_deref().is_none_or(|only| only == pair);
     if runs("list") {
-        list_pair(&client, &mcp, &token).await;
+        list_pair(&client, &mcp, &token, &processes).await;
     }
     if runs("call") {
-        call_pair(&client, &mcp, &token).await;
+        call_pair(&client, &mcp, &token, &processes).await;
     }
 }
 
-async fn list_pair(client: &reqwest::Client, mcp: &str, token: &str) {
+async fn list_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: &Processes) {
     let echo = bare_echo().await;
-    let (baseline, _) = {
+    let baseline = {
         let (client, echo) = (client.clone(), echo.clone());
         measure(32, move || {
             let request = client.post(&echo).body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
@@ -124,21 +174,25 @@ async fn list_pair(client: &reqwest::Client, mcp: &str, token: &str) {
         })
         .await
     };
-    let (listed, list_failures) = {
+    let (listed, cpu) = {
         let (client, mcp, token) = (client.clone(), mcp.to_owned(), token.to_owned());
-        measure(32, move || {
-            let request = mcp_post(&client, &mcp, &token, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
-            succeeded(request)
-        })
-        .await
+        processes
+            .measure(measure(32, move || {
+                let request = mcp_post(&client, &mcp, &token, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+                succeeded(request)
+            }))
+            .await
     };
     println!(
-        "tools/list  edge→core {listed:9.0}/s  bare echo {baseline:9.0}/s  ratio {:.2}× (target ≥ 0.25×)  failures {list_failures}",
-        listed / baseline
+        "tools/list  edge→core {:9.0}/s  bare echo {:9.0}/s  ratio {:.2}× (target ≥ 0.25×)  failures {}  {cpu}",
+        listed.rate(),
+        baseline.rate(),
+        listed.rate() / baseline.rate(),
+        listed.failed
     );
 }
 
-async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str) {
+async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: &Processes) {
     // The spawn loop: exactly the capsule's argv and environment, no World around it.
     let source = std::fs::read(examples_dir().join("echo.ail")).unwrap();
     let root = tempfile::tempdir().unwrap();
@@ -147,7 +201,7 @@ async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str) {
     std::fs::write(root.path().join("args.json"), r#""{\"a\":1}""#).unwrap();
     let ailang = bin("ailang");
     let root_path = root.path().to_path_buf();
-    let (spawned, _) = measure(8, move || {
+    let spawned = measure(8, move || {
         let mut command = tokio::process::Command::new(&ailang);
         command
             .args([
@@ -169,21 +223,25 @@ async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str) {
         async move { command.output().await.is_ok_and(|o| o.status.success() && o.stdout == b"{\"echo\":{\"a\":1}}\n") }
     })
     .await;
-    let (called, call_failures) = {
+    let (called, cpu) = {
         let (client, mcp, token) = (client.clone(), mcp.to_owned(), token.to_owned());
-        measure(8, move || {
-            let request = mcp_post(
-                &client,
-                &mcp,
-                &token,
-                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tools_decho","arguments":{"a":1}}}"#,
-            );
-            succeeded(request)
-        })
-        .await
+        processes
+            .measure(measure(8, move || {
+                let request = mcp_post(
+                    &client,
+                    &mcp,
+                    &token,
+                    r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tools_decho","arguments":{"a":1}}}"#,
+                );
+                succeeded(request)
+            }))
+            .await
     };
     println!(
-        "tools/call  edge→core {called:9.0}/s  spawn loop {spawned:9.0}/s  ratio {:.2}× (target ≥ 0.5×)  failures {call_failures}",
-        called / spawned
+        "tools/call  edge→core {:9.0}/s  spawn loop {:9.0}/s  ratio {:.2}× (target ≥ 0.5×)  failures {}  {cpu}",
+        called.rate(),
+        spawned.rate(),
+        called.rate() / spawned.rate(),
+        called.failed
     );
 }

@@ -138,6 +138,9 @@ impl Store {
         let pool = AnyPoolOptions::new()
             .max_connections(if backend == Backend::Sqlite { 8 } else { 16 })
             .acquire_timeout(Duration::from_secs(10))
+            // A SQLite connection is a file handle in this process: a ping before each use
+            // finds nothing and costs a round trip to its worker thread on every query.
+            .test_before_acquire(backend == Backend::Postgres)
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
