@@ -131,6 +131,7 @@ suite!(
     invocation_claims_guard_an_id_and_name_its_call,
     a_planned_commit_extends_the_current_head_and_reports_a_committed_id,
     concurrent_commits_share_transactions_and_each_is_checked_alone,
+    a_commit_of_many_objects_is_written_whole,
 );
 
 async fn a_fresh_store_is_created_and_reopens(location: StoreLocation) {
@@ -530,4 +531,19 @@ async fn concurrent_commits_share_transactions_and_each_is_checked_alone(locatio
     for (id, result_ref) in &committed {
         assert_eq!(store.receipt(id).await.unwrap(), Receipt::Resolved { result_ref: *result_ref });
     }
+}
+
+async fn a_commit_of_many_objects_is_written_whole(location: StoreLocation) {
+    // More bound values than one query of a SQLite script takes: the script is split.
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.expect("create");
+    let mut commit = next_commit(None, "many", None);
+    commit.objects.extend(
+        (0..8_000).map(|i| StoredObject::new("test/payload/v1", "store-suite", format!("object {i}").into_bytes())),
+    );
+    let last = commit.objects.last().expect("objects").hash;
+    let next = commit.next_world.reference;
+    store.commit(commit, BUDGET).await.expect("commit");
+    assert_eq!(store.selected_head().await.unwrap(), Some(next));
+    let stored = store.get_object(&last, true).await.unwrap().expect("the last object is stored");
+    assert_eq!(stored.payload.as_deref(), Some(&b"object 7999"[..]));
 }

@@ -15,10 +15,14 @@ use super::{Backend, StoreError};
 
 /// Rows per multi-row INSERT: far below either backend's limit on bound values.
 pub(super) const ROWS_PER_INSERT: usize = 100;
+/// A SQLite query takes further statements until it holds this many values, below a stock
+/// SQLite's limit of 32766 on one query's highest `$N` (a statement adds at most
+/// `ROWS_PER_INSERT` rows of a few columns).
+const VALUES_PER_SQLITE_QUERY: usize = 16_384;
 
 pub(super) struct Script {
     backend: Backend,
-    /// On SQLite at most one query, whose `$N` number the values of the whole script.
+    /// On SQLite one query (more only for very large scripts), whose `$N` number its values.
     queries: Vec<(String, AnyArguments)>,
     /// The first value that failed to encode; the script then does not run.
     unbound: Option<BoxDynError>,
@@ -33,7 +37,7 @@ impl Script {
     /// value; bind its values next, in that order.
     pub(super) fn statement(&mut self, sql: &str) -> &mut Self {
         match (self.backend, self.queries.last_mut()) {
-            (Backend::Sqlite, Some((script, arguments))) => {
+            (Backend::Sqlite, Some((script, arguments))) if arguments.len() < VALUES_PER_SQLITE_QUERY => {
                 script.push_str(";\n");
                 renumber(sql, arguments.len(), script);
             }
@@ -147,6 +151,13 @@ mod tests {
         assert_eq!(sqlite.queries.len(), 1);
         assert_eq!(sqlite.queries[0].0, "INSERT INTO a (x) VALUES ($1);\nINSERT INTO b (x, y) VALUES ($2, $3)");
         assert_eq!(sqlite.queries[0].1.len(), 3);
+        let mut large = Script::new(Backend::Sqlite);
+        for i in 0..=VALUES_PER_SQLITE_QUERY as i64 {
+            large.statement("INSERT INTO a (x) VALUES ($1)").bind(i);
+        }
+        let sizes: Vec<usize> = large.queries.iter().map(|(_, arguments)| arguments.len()).collect();
+        assert_eq!(sizes, [VALUES_PER_SQLITE_QUERY, 1]);
+        assert!(large.queries[1].0 == "INSERT INTO a (x) VALUES ($1)");
         let postgres = build(Backend::Postgres);
         let sql: Vec<&str> = postgres.queries.iter().map(|(sql, _)| sql.as_str()).collect();
         assert_eq!(sql, ["INSERT INTO a (x) VALUES ($1)", "INSERT INTO b (x, y) VALUES ($1, $2)"]);
