@@ -1,7 +1,7 @@
-//! Several write statements sent as one: on SQLite every statement of a round trip to the
-//! driver's worker thread costs a wake-up on each side, which on a busy machine costs more
-//! than the statement, so a script runs there as one multi-statement query; PostgreSQL
-//! prepares one statement at a time, so there it runs statement by statement.
+//! Several write statements sent as one. On SQLite each query is a round trip to the
+//! driver's worker thread, a wake-up on each side that on a busy machine costs more than the
+//! statement, so a script runs there as one multi-statement query; PostgreSQL prepares one
+//! statement at a time, so there it runs statement by statement.
 
 use std::fmt::Write;
 
