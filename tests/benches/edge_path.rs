@@ -83,13 +83,14 @@ fn cpu_micros(pid: i32) -> f64 {
     (ticks(11) + ticks(12)) * 1e6 / per_second
 }
 
-/// Measures `run` and the CPU the core and the edge spent on it, per answer.
+/// The served processes whose CPU time a measured loop is charged with.
 struct Processes {
     core: i32,
     edge: i32,
 }
 
 impl Processes {
+    /// Runs `run` and says how much CPU the core and the edge spent per answer.
     async fn measure(&self, run: impl std::future::Future<Output = Run>) -> (Run, String) {
         let (core, edge) = (cpu_micros(self.core), cpu_micros(self.edge));
         let run = run.await;

@@ -205,7 +205,7 @@ impl Store {
             }
         }
         let commits: Vec<&Accepted> = accepted.iter().map(|(_, commit)| commit).filter(|c| !c.replayed).collect();
-        if let Err(error) = write(&mut tx, self.backend, &commits).await {
+        if let Err(error) = batch_writes(self.backend, &commits).run(&mut tx).await {
             return fail_all(accepted.into_iter().map(|(reply, _)| reply), &error.to_string());
         }
         let committed = tx.commit().await.map_err(|e| e.to_string());
@@ -356,11 +356,11 @@ async fn entry_logged(tx: &mut AnyConnection, index: i64, hash: &HashRef) -> Res
     Ok(row.is_some())
 }
 
-/// Writes the accepted commits of a batch, in order, in one statement per table and one
-/// script for all of them.
-async fn write(tx: &mut AnyConnection, backend: Backend, commits: &[&Accepted]) -> Result<(), StoreError> {
-    let Some(last) = commits.last() else { return Ok(()) };
+/// The writes of a batch's accepted commits, in order: one statement per table, one script
+/// for all of them (empty when nothing was accepted).
+fn batch_writes(backend: Backend, commits: &[&Accepted]) -> Script {
     let mut script = Script::new(backend);
+    let Some(last) = commits.last() else { return script };
     let entries: Vec<_> = commits.iter().map(|accepted| &accepted.commit.entry).collect();
     let insert = "INSERT INTO log_entries (entry_index, entry_hash, semantics_epoch, transition_fn, interpreter, \
                   prev_entry_hash, written_by, transition_ref)";
@@ -435,7 +435,7 @@ async fn write(tx: &mut AnyConnection, backend: Backend, commits: &[&Accepted]) 
         }
     }
     set_head(&mut script, SELECTED_WORLD_HEAD, &last.commit.next_world.reference);
-    script.run(tx).await
+    script
 }
 
 fn validate(commit: &Commit) -> Result<(), StoreError> {

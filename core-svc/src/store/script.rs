@@ -65,14 +65,13 @@ impl Script {
         tail: &str,
         rows: &[T],
         bind: impl Fn(&mut Self, &T),
-    ) -> &mut Self {
+    ) {
         for chunk in rows.chunks(ROWS_PER_INSERT) {
             self.statement(&format!("{insert} VALUES {} {tail}", placeholders(chunk.len(), columns)));
             for row in chunk {
                 bind(self, row);
             }
         }
-        self
     }
 
     pub(super) async fn run(self, conn: &mut AnyConnection) -> Result<(), StoreError> {
@@ -157,7 +156,7 @@ mod tests {
         }
         let sizes: Vec<usize> = large.queries.iter().map(|(_, arguments)| arguments.len()).collect();
         assert_eq!(sizes, [VALUES_PER_SQLITE_QUERY, 1]);
-        assert!(large.queries[1].0 == "INSERT INTO a (x) VALUES ($1)");
+        assert_eq!(large.queries[1].0, "INSERT INTO a (x) VALUES ($1)");
         let postgres = build(Backend::Postgres);
         let sql: Vec<&str> = postgres.queries.iter().map(|(sql, _)| sql.as_str()).collect();
         assert_eq!(sql, ["INSERT INTO a (x) VALUES ($1)", "INSERT INTO b (x, y) VALUES ($1, $2)"]);
