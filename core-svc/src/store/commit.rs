@@ -15,15 +15,16 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sqlx::{AnyConnection, Row};
+use sqlx::Row;
 use tokio::sync::{OwnedMutexGuard, oneshot};
 
 use world_model::HashRef;
 
+use super::direct::DirectTx;
 use super::journal::{self, IntentKey, JournalState};
 use super::script::{Script, placeholders};
 use super::{
-    Backend, Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow,
+    Columns, Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, WriteTx,
     insert_objects, set_head,
 };
 
@@ -109,7 +110,7 @@ impl From<StoreError> for Failed {
     fn from(error: StoreError) -> Self {
         match error {
             // On PostgreSQL any failed statement aborts the transaction.
-            error @ StoreError::Database(_) => Failed::Broken(error),
+            error @ (StoreError::Database(_) | StoreError::Sqlite(_)) => Failed::Broken(error),
             error => Failed::Refused(error),
         }
     }
@@ -178,7 +179,11 @@ impl Store {
     /// statements whatever the batch holds), then one reply per commit once COMMIT returns.
     async fn commit_batch(&self, turn: OwnedMutexGuard<()>, batch: Vec<Queued>) {
         let replies = |batch: Vec<Queued>| batch.into_iter().map(|queued| queued.reply);
-        let mut tx = match self.write_tx_on(turn).await {
+        let begun = match &self.direct {
+            Some(direct) => direct.begin().map(|tx| BatchTx::Direct { tx, _turn: turn }),
+            None => self.write_tx_on(turn).await.map(BatchTx::Pooled),
+        };
+        let mut tx = match begun {
             Ok(tx) => tx,
             Err(error) => return fail_all(replies(batch), &error.to_string()),
         };
@@ -205,7 +210,7 @@ impl Store {
             }
         }
         let commits: Vec<&Accepted> = accepted.iter().map(|(_, commit)| commit).filter(|c| !c.replayed).collect();
-        if let Err(error) = batch_writes(self.backend, &commits).run(&mut tx).await {
+        if let Err(error) = tx.write(batch_writes(&commits)).await {
             return fail_all(accepted.into_iter().map(|(reply, _)| reply), &error.to_string());
         }
         let committed = tx.commit().await.map_err(|e| e.to_string());
@@ -255,11 +260,83 @@ fn fail_all(replies: impl Iterator<Item = oneshot::Sender<Outcome>>, cause: &str
     }
 }
 
+/// The transaction a batch runs in: a pooled one, or on SQLite the direct writer connection
+/// (which the batch then drives without leaving the commit thread).
+enum BatchTx<'a> {
+    Pooled(WriteTx),
+    Direct {
+        // Declared first, so dropped first: a rollback ends before the turn passes on.
+        tx: DirectTx<'a>,
+        _turn: OwnedMutexGuard<()>,
+    },
+}
+
+impl BatchTx<'_> {
+    async fn journal_states(&mut self, ids: &[&str]) -> Result<HashMap<String, JournalState>, StoreError> {
+        match self {
+            BatchTx::Pooled(tx) => journal::states(tx, ids).await,
+            BatchTx::Direct { tx, .. } => journal::states_direct(tx.conn(), ids),
+        }
+    }
+
+    /// The selected head's world row in one read; `None` when no world is selected.
+    async fn selected_world(&mut self) -> Result<Option<WorldRow>, StoreError> {
+        const SQL: &str = "SELECT h.ref, w.world_ref, w.revision, w.state_root, w.log_head FROM heads h \
+                           LEFT JOIN worlds w ON w.world_ref = h.ref WHERE h.name = $1";
+        let decode = |row: &dyn Columns| -> Result<WorldRow, StoreError> {
+            if row.optional_text("world_ref")?.is_none() {
+                let head = row.text("ref")?;
+                return Err(StoreError::Damaged(format!("the selected head {head} has no world row")));
+            }
+            super::world_from_row(row)
+        };
+        match self {
+            BatchTx::Pooled(tx) => {
+                let row = sqlx::query(SQL).bind(SELECTED_WORLD_HEAD).fetch_optional(&mut **tx).await?;
+                row.map(|row| decode(&row)).transpose()
+            }
+            BatchTx::Direct { tx, .. } => {
+                let mut statement = tx.conn().prepare_cached(SQL)?;
+                let mut rows = statement.query([SELECTED_WORLD_HEAD])?;
+                rows.next()?.map(|row| decode(row)).transpose()
+            }
+        }
+    }
+
+    /// Whether the log holds an entry at `index` or with `hash`.
+    async fn entry_logged(&mut self, index: i64, hash: &HashRef) -> Result<bool, StoreError> {
+        const SQL: &str = "SELECT 1 AS present FROM log_entries WHERE entry_index = $1 OR entry_hash = $2";
+        match self {
+            BatchTx::Pooled(tx) => {
+                Ok(sqlx::query(SQL).bind(index).bind(hash.to_string()).fetch_optional(&mut **tx).await?.is_some())
+            }
+            BatchTx::Direct { tx, .. } => {
+                let mut statement = tx.conn().prepare_cached(SQL)?;
+                Ok(statement.exists(rusqlite::params![index, hash.to_string()])?)
+            }
+        }
+    }
+
+    async fn write(&mut self, script: Script) -> Result<(), StoreError> {
+        match self {
+            BatchTx::Pooled(tx) => script.run(tx).await,
+            BatchTx::Direct { tx, .. } => script.run_direct(tx.conn()),
+        }
+    }
+
+    async fn commit(self) -> Result<(), StoreError> {
+        match self {
+            BatchTx::Pooled(tx) => Ok(tx.commit().await?),
+            BatchTx::Direct { tx, .. } => tx.commit(),
+        }
+    }
+}
+
 /// The journal of the batch's invocation ids and the selected world, in two reads.
-async fn read_view(tx: &mut AnyConnection, ids: &[&str]) -> Result<BatchView, StoreError> {
+async fn read_view(tx: &mut BatchTx<'_>, ids: &[&str]) -> Result<BatchView, StoreError> {
     Ok(BatchView {
-        journal: journal::states(tx, ids).await?,
-        world: selected_world(tx).await?,
+        journal: tx.journal_states(ids).await?,
+        world: tx.selected_world().await?,
         entry_indexes: HashSet::new(),
         entry_hashes: HashSet::new(),
     })
@@ -269,7 +346,7 @@ async fn read_view(tx: &mut AnyConnection, ids: &[&str]) -> Result<BatchView, St
 /// log); an accepted commit moves the view on. Nothing is written here, so a refusal leaves
 /// the transaction as it was and the batch goes on.
 async fn check(
-    tx: &mut AnyConnection,
+    tx: &mut BatchTx<'_>,
     proposal: Proposal,
     phase: &Mutex<Phase>,
     view: &mut BatchView,
@@ -325,7 +402,7 @@ async fn check(
     let entry = &commit.entry;
     let logged = view.entry_indexes.contains(&entry.entry_index)
         || view.entry_hashes.contains(&entry.entry_hash)
-        || (fixed && entry_logged(tx, entry.entry_index, &entry.entry_hash).await?);
+        || (fixed && tx.entry_logged(entry.entry_index, &entry.entry_hash).await?);
     if logged {
         return Err(Failed::Refused(StoreError::EntryExists(entry.entry_index)));
     }
@@ -347,19 +424,10 @@ async fn check(
     Ok(Accepted { commit, replayed: false, journal_rows, claimed })
 }
 
-async fn entry_logged(tx: &mut AnyConnection, index: i64, hash: &HashRef) -> Result<bool, StoreError> {
-    let row = sqlx::query("SELECT 1 AS present FROM log_entries WHERE entry_index = $1 OR entry_hash = $2")
-        .bind(index)
-        .bind(hash.to_string())
-        .fetch_optional(tx)
-        .await?;
-    Ok(row.is_some())
-}
-
 /// The writes of a batch's accepted commits, in order: one statement per table, one script
 /// for all of them (empty when nothing was accepted).
-fn batch_writes(backend: Backend, commits: &[&Accepted]) -> Script {
-    let mut script = Script::new(backend);
+fn batch_writes(commits: &[&Accepted]) -> Script {
+    let mut script = Script::new();
     let Some(last) = commits.last() else { return script };
     let entries: Vec<_> = commits.iter().map(|accepted| &accepted.commit.entry).collect();
     let insert = "INSERT INTO log_entries (entry_index, entry_hash, semantics_epoch, transition_fn, interpreter, \
@@ -455,23 +523,4 @@ fn validate(commit: &Commit) -> Result<(), StoreError> {
         object.verify(&format!("objects[{i}]"))?;
     }
     Ok(())
-}
-
-/// The selected head's world row in one read; `None` when no world is selected.
-async fn selected_world(conn: &mut AnyConnection) -> Result<Option<WorldRow>, StoreError> {
-    let Some(row) = sqlx::query(
-        "SELECT h.ref, w.world_ref, w.revision, w.state_root, w.log_head FROM heads h \
-         LEFT JOIN worlds w ON w.world_ref = h.ref WHERE h.name = $1",
-    )
-    .bind(SELECTED_WORLD_HEAD)
-    .fetch_optional(conn)
-    .await?
-    else {
-        return Ok(None);
-    };
-    if row.try_get::<Option<String>, _>("world_ref")?.is_none() {
-        let head: String = row.try_get("ref")?;
-        return Err(StoreError::Damaged(format!("the selected head {head} has no world row")));
-    }
-    super::world_from_row(&row).map(Some)
 }

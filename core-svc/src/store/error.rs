@@ -41,6 +41,8 @@ pub enum StoreError {
     Deadline,
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     #[error("store file error: {0}")]
     Io(#[from] std::io::Error),
 }

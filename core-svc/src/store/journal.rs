@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 
 use serde_json::json;
-use sqlx::{AnyConnection, Row};
+use sqlx::AnyConnection;
 use world_model::{HashRef, canonical_value};
 
 use super::script::{ROWS_PER_INSERT, Script, placeholders};
-use super::{Commit, Receipt, StoreError, StoredObject};
+use super::{Columns, Commit, Receipt, StoreError, StoredObject};
 
 pub const INTENT_SEMANTIC_ID: &str = "world/journal-intent/v1";
 pub const OUTCOME_SEMANTIC_ID: &str = "world/journal-outcome/v1";
@@ -104,24 +104,50 @@ pub(super) async fn states(
     if invocation_ids.is_empty() {
         return Ok(states);
     }
-    let sql = format!(
-        "SELECT j.invocation_id, j.kind, o.payload FROM journal j JOIN objects o ON o.hash = j.object_ref \
-         WHERE j.invocation_id IN {}",
-        placeholders(1, invocation_ids.len())
-    );
+    let sql = states_sql(invocation_ids.len());
     let query = invocation_ids.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(*id));
     for row in query.fetch_all(&mut *conn).await? {
-        let id: String = row.try_get("invocation_id")?;
-        let kind: String = row.try_get("kind")?;
-        let payload: Vec<u8> = row.try_get("payload")?;
-        let state: &mut JournalState = states.entry(id).or_default();
-        match kind.as_str() {
-            "intent" => state.intent = Some(IntentKey::decode(&payload)?),
-            "outcome" => state.outcome_ref = Some(outcome_result(&payload)?),
-            other => return Err(StoreError::Damaged(format!("journal row of kind {other:?}"))),
-        }
+        add_state(&mut states, &row)?;
     }
     Ok(states)
+}
+
+/// [`states`] on a direct SQLite connection.
+pub(super) fn states_direct(
+    conn: &rusqlite::Connection,
+    invocation_ids: &[&str],
+) -> Result<HashMap<String, JournalState>, StoreError> {
+    let mut states = HashMap::new();
+    if invocation_ids.is_empty() {
+        return Ok(states);
+    }
+    let mut statement = conn.prepare_cached(&states_sql(invocation_ids.len()))?;
+    let mut rows = statement.query(rusqlite::params_from_iter(invocation_ids))?;
+    while let Some(row) = rows.next()? {
+        add_state(&mut states, row)?;
+    }
+    Ok(states)
+}
+
+fn states_sql(ids: usize) -> String {
+    format!(
+        "SELECT j.invocation_id, j.kind, o.payload FROM journal j JOIN objects o ON o.hash = j.object_ref \
+         WHERE j.invocation_id IN {}",
+        placeholders(1, ids)
+    )
+}
+
+/// Adds one journal row (invocation id, kind, the payload of its object) to `states`.
+fn add_state(states: &mut HashMap<String, JournalState>, row: &(impl Columns + ?Sized)) -> Result<(), StoreError> {
+    let kind = row.text("kind")?;
+    let payload = row.blob("payload")?;
+    let state = states.entry(row.text("invocation_id")?).or_default();
+    match kind.as_str() {
+        "intent" => state.intent = Some(IntentKey::decode(&payload)?),
+        "outcome" => state.outcome_ref = Some(outcome_result(&payload)?),
+        other => return Err(StoreError::Damaged(format!("journal row of kind {other:?}"))),
+    }
+    Ok(())
 }
 
 pub(super) async fn receipt(conn: &mut AnyConnection, invocation_id: &str) -> Result<Receipt, StoreError> {

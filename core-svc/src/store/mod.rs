@@ -6,6 +6,7 @@
 
 mod claims;
 mod commit;
+mod direct;
 mod error;
 mod journal;
 mod location;
@@ -25,6 +26,7 @@ use sqlx::{AnyConnection, AnyPool, Row, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use world_model::HashRef;
 
+use direct::Direct;
 use script::Script;
 
 pub use claims::Claim;
@@ -39,6 +41,10 @@ pub use serving_lock::{LockError, LockMode, ServingLock};
 const SELECTED_WORLD_HEAD: &str = "selected_world_head";
 /// Registry heads share the `heads` table under this prefix.
 const REGISTRY_PREFIX: &str = "registry:";
+/// Every SQLite connection's settings. WAL lets readers run beside the one writer; a writer
+/// waits (bounded) for another process's transaction.
+const SQLITE_PRAGMAS: &str =
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 15000;";
 /// Key of the PostgreSQL advisory lock that serialises writers.
 const PG_WRITE_LOCK: i64 = 0x776f_726c_6400;
 
@@ -82,6 +88,8 @@ pub struct Store {
     writers: Arc<Mutex<()>>,
     /// Commits waiting for the writer turn; whoever gets it next commits them together.
     pending: commit::Pending,
+    /// SQLite only: the connections the session read and commit batches run on.
+    direct: Option<Arc<Direct>>,
 }
 
 /// A write transaction holding this process's writer turn until it ends.
@@ -144,22 +152,25 @@ impl Store {
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
-                        // WAL lets readers run beside the one writer; a writer
-                        // waits (bounded) for another process's transaction.
-                        sqlx::raw_sql(
-                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
-                             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 15000;",
-                        )
-                        .execute(conn)
-                        .await?;
+                        sqlx::raw_sql(SQLITE_PRAGMAS).execute(conn).await?;
                     }
                     Ok(())
                 })
             })
             .connect_with(options)
             .await?;
-        let store =
-            Self { pool, backend, location: location.clone(), writers: Arc::default(), pending: Arc::default() };
+        let direct = match location {
+            StoreLocation::Sqlite(path) => Some(Arc::new(Direct::new(path))),
+            StoreLocation::Postgres(_) => None,
+        };
+        let store = Self {
+            pool,
+            backend,
+            location: location.clone(),
+            writers: Arc::default(),
+            pending: Arc::default(),
+            direct,
+        };
         let mut tx = store.write_tx().await?;
         schema::migrate(&mut tx, backend, &location.redacted()).await?;
         tx.commit().await?;
@@ -175,6 +186,9 @@ impl Store {
     }
 
     pub async fn close(&self) {
+        if let Some(direct) = &self.direct {
+            direct.close();
+        }
         self.pool.close().await;
     }
 
@@ -210,7 +224,7 @@ impl Store {
     /// identical objects are kept once (the first writer's provenance wins).
     pub async fn put_object(&self, object: &StoredObject) -> Result<(), StoreError> {
         let payload = object.verify("object")?;
-        let mut script = Script::new(self.backend);
+        let mut script = Script::new();
         insert_objects(&mut script, &[(object, payload)]);
         let _turn = self.writer_turn().await;
         script.run(&mut *self.pool.acquire().await?).await
@@ -311,7 +325,7 @@ impl Store {
         if actual.as_ref() != expected {
             return Err(StoreError::RegistryConflict { name: name.to_owned(), expected: expected.copied(), actual });
         }
-        let mut script = Script::new(self.backend);
+        let mut script = Script::new();
         set_head(&mut script, &key, next);
         script.run(&mut tx).await?;
         tx.commit().await?;
@@ -323,38 +337,82 @@ fn registry_key(name: &str) -> String {
     format!("{REGISTRY_PREFIX}{name}")
 }
 
-fn column_ref(row: &AnyRow, column: &str) -> Result<HashRef, StoreError> {
-    let text: String = row.try_get(column)?;
+/// A result row's columns by name, read the same from a sqlx row and a direct SQLite row.
+trait Columns {
+    fn text(&self, column: &str) -> Result<String, StoreError>;
+    fn optional_text(&self, column: &str) -> Result<Option<String>, StoreError>;
+    fn int(&self, column: &str) -> Result<i64, StoreError>;
+    fn blob(&self, column: &str) -> Result<Vec<u8>, StoreError>;
+}
+
+impl Columns for AnyRow {
+    fn text(&self, column: &str) -> Result<String, StoreError> {
+        Ok(self.try_get(column)?)
+    }
+
+    fn optional_text(&self, column: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.try_get(column)?)
+    }
+
+    fn int(&self, column: &str) -> Result<i64, StoreError> {
+        Ok(self.try_get(column)?)
+    }
+
+    fn blob(&self, column: &str) -> Result<Vec<u8>, StoreError> {
+        Ok(self.try_get(column)?)
+    }
+}
+
+impl Columns for rusqlite::Row<'_> {
+    fn text(&self, column: &str) -> Result<String, StoreError> {
+        Ok(self.get(column)?)
+    }
+
+    fn optional_text(&self, column: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.get(column)?)
+    }
+
+    fn int(&self, column: &str) -> Result<i64, StoreError> {
+        Ok(self.get(column)?)
+    }
+
+    fn blob(&self, column: &str) -> Result<Vec<u8>, StoreError> {
+        Ok(self.get(column)?)
+    }
+}
+
+fn column_ref(row: &(impl Columns + ?Sized), column: &str) -> Result<HashRef, StoreError> {
+    let text = row.text(column)?;
     HashRef::parse(&text).map_err(|e| StoreError::Damaged(format!("{column} {text:?}: {e}")))
 }
 
-fn object_from_row(row: &AnyRow, with_payload: bool) -> Result<StoredObject, StoreError> {
+fn object_from_row(row: &(impl Columns + ?Sized), with_payload: bool) -> Result<StoredObject, StoreError> {
     Ok(StoredObject {
         hash: column_ref(row, "hash")?,
         interface_hash: column_ref(row, "interface_hash")?,
-        semantic_id: row.try_get("semantic_id")?,
-        provenance: row.try_get("provenance")?,
-        payload: if with_payload { Some(row.try_get("payload")?) } else { None },
+        semantic_id: row.text("semantic_id")?,
+        provenance: row.text("provenance")?,
+        payload: if with_payload { Some(row.blob("payload")?) } else { None },
     })
 }
 
-fn world_from_row(row: &AnyRow) -> Result<WorldRow, StoreError> {
+fn world_from_row(row: &(impl Columns + ?Sized)) -> Result<WorldRow, StoreError> {
     Ok(WorldRow {
         reference: column_ref(row, "world_ref")?,
-        revision: row.try_get("revision")?,
+        revision: row.int("revision")?,
         state_root: column_ref(row, "state_root")?,
         log_head: column_ref(row, "log_head")?,
     })
 }
 
-fn entry_from_row(row: &AnyRow) -> Result<LogEntry, StoreError> {
+fn entry_from_row(row: &(impl Columns + ?Sized)) -> Result<LogEntry, StoreError> {
     Ok(LogEntry {
-        entry_index: row.try_get("entry_index")?,
-        semantics_epoch: row.try_get("semantics_epoch")?,
+        entry_index: row.int("entry_index")?,
+        semantics_epoch: row.int("semantics_epoch")?,
         transition_fn: column_ref(row, "transition_fn")?,
         interpreter: column_ref(row, "interpreter")?,
         prev_entry_hash: column_ref(row, "prev_entry_hash")?,
-        written_by: row.try_get("written_by")?,
+        written_by: row.text("written_by")?,
         entry_hash: column_ref(row, "entry_hash")?,
         transition_ref: column_ref(row, "transition_ref")?,
     })

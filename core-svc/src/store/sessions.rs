@@ -1,11 +1,10 @@
 //! Session rows. Only the sha256 of a credential is ever stored.
 
 use sqlx::Row;
-use sqlx::any::AnyRow;
 
 use world_model::HashRef;
 
-use super::{SessionRow, Store, StoreError};
+use super::{Columns, SessionRow, Store, StoreError};
 
 /// `session list` shows at most this many rows.
 pub const SESSION_LIST_LIMIT: i64 = 500;
@@ -49,20 +48,28 @@ impl Store {
         credential_id: &str,
         registry: &str,
     ) -> Result<Option<(SessionRow, Option<HashRef>)>, StoreError> {
-        let row = sqlx::query(
-            "SELECT credential_id, episode, grants_json, expires_at, created_at, \
-             (SELECT ref FROM heads WHERE name = $2) AS registry_head FROM sessions WHERE credential_id = $1",
-        )
-        .bind(credential_id)
-        .bind(super::registry_key(registry))
-        .fetch_optional(&self.pool)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let head = match row.try_get::<Option<String>, _>("registry_head")? {
-            Some(_) => Some(super::column_ref(&row, "registry_head")?),
-            None => None,
+        const SQL: &str = "SELECT credential_id, episode, grants_json, expires_at, created_at, \
+                           (SELECT ref FROM heads WHERE name = $2) AS registry_head \
+                           FROM sessions WHERE credential_id = $1";
+        let key = super::registry_key(registry);
+        let decode = |row: &dyn Columns| -> Result<(SessionRow, Option<HashRef>), StoreError> {
+            let head = match row.optional_text("registry_head")? {
+                Some(text) => Some(
+                    HashRef::parse(&text).map_err(|e| StoreError::Damaged(format!("registry_head {text:?}: {e}")))?,
+                ),
+                None => None,
+            };
+            Ok((session_from_row(row)?, head))
         };
-        Ok(Some((session_from_row(&row)?, head)))
+        if let Some(direct) = &self.direct {
+            return direct.read(|conn| {
+                let mut statement = conn.prepare_cached(SQL)?;
+                let mut rows = statement.query(rusqlite::named_params! {"$1": credential_id, "$2": key})?;
+                rows.next()?.map(|row| decode(row)).transpose()
+            });
+        }
+        let row = sqlx::query(SQL).bind(credential_id).bind(key).fetch_optional(&self.pool).await?;
+        row.map(|row| decode(&row)).transpose()
     }
 
     pub async fn list_sessions(&self, episode: Option<&str>) -> Result<Vec<SessionRow>, StoreError> {
@@ -117,12 +124,12 @@ impl Store {
     }
 }
 
-fn session_from_row(row: &AnyRow) -> Result<SessionRow, StoreError> {
+fn session_from_row(row: &(impl Columns + ?Sized)) -> Result<SessionRow, StoreError> {
     Ok(SessionRow {
-        credential_id: row.try_get("credential_id")?,
-        episode: row.try_get("episode")?,
-        grants_json: row.try_get("grants_json")?,
-        expires_at: row.try_get("expires_at")?,
-        created_at: row.try_get("created_at")?,
+        credential_id: row.text("credential_id")?,
+        episode: row.text("episode")?,
+        grants_json: row.text("grants_json")?,
+        expires_at: row.int("expires_at")?,
+        created_at: row.int("created_at")?,
     })
 }
