@@ -36,6 +36,8 @@ impl Direct {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(&self.path, flags)?;
         conn.execute_batch(SQLITE_PRAGMAS)?;
+        // A batch's statements differ with its size; keep the usual sizes' statements prepared.
+        conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
     }
 
