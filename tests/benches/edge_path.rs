@@ -8,10 +8,12 @@
 //!   directly, both at 8 concurrent (target ≥ 0.5×).
 //!
 //! An answer whose body is a JSON-RPC error counts as a failure, not a success.
-//! Each loop is bounded in time; traffic stays on loopback. `-- list` or
-//! `-- call` runs one pair only (for profiling). Each pair also reports the CPU
-//! time the core and the edge spent per answer, which varies far less from run
-//! to run than throughput on a shared machine.
+//! Baseline and subject take turns, several rounds each, so a shift in the
+//! machine's load falls on both; each round's ratio is printed and the median
+//! is the result. Each loop is bounded in time; traffic stays on loopback.
+//! `-- list` or `-- call` runs one pair only (for profiling). Each pair also
+//! reports the CPU time the core and the edge spent per answer, which varies
+//! far less from run to run than throughput on a shared machine.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +21,10 @@ use std::time::{Duration, Instant};
 
 use world_tests::{World, bin, examples_dir};
 
-const RUN: Duration = Duration::from_secs(5);
+/// One measured loop.
+const RUN: Duration = Duration::from_secs(3);
+/// Turns of baseline and subject per pair.
+const ROUNDS: usize = 3;
 
 #[derive(Default)]
 struct Tally {
@@ -90,18 +95,48 @@ struct Processes {
 }
 
 impl Processes {
-    /// Runs `run` and says how much CPU the core and the edge spent per answer.
-    async fn measure(&self, run: impl std::future::Future<Output = Run>) -> (Run, String) {
-        let (core, edge) = (cpu_micros(self.core), cpu_micros(self.edge));
-        let run = run.await;
-        let per_answer = |before: f64, pid: i32| (cpu_micros(pid) - before) / run.ok.max(1) as f64;
-        let cpu = format!(
-            "CPU per answer: core {:.0} µs, edge {:.0} µs",
-            per_answer(core, self.core),
-            per_answer(edge, self.edge)
-        );
-        (run, cpu)
+    fn cpu(&self) -> (f64, f64) {
+        (cpu_micros(self.core), cpu_micros(self.edge))
     }
+}
+
+/// Runs `baseline` and `subject` in turns, [`ROUNDS`] each, and prints one line for the pair:
+/// the median of the rounds' ratios, each round's ratio, and the CPU the core and the edge
+/// spent per subject answer over all rounds.
+async fn compare<B, BF, S, SF>(label: &str, versus: &str, target: f64, processes: &Processes, baseline: B, subject: S)
+where
+    B: Fn() -> BF,
+    BF: std::future::Future<Output = Run>,
+    S: Fn() -> SF,
+    SF: std::future::Future<Output = Run>,
+{
+    let mut ratios = Vec::with_capacity(ROUNDS);
+    let (mut answers, mut failures, mut core_cpu, mut edge_cpu) = (0, 0, 0.0, 0.0);
+    let (mut subject_rate, mut baseline_rate) = (0.0, 0.0);
+    for _ in 0..ROUNDS {
+        let base = baseline().await;
+        let (core, edge) = processes.cpu();
+        let run = subject().await;
+        let (core_after, edge_after) = processes.cpu();
+        core_cpu += core_after - core;
+        edge_cpu += edge_after - edge;
+        answers += run.ok;
+        failures += run.failed + base.failed;
+        subject_rate += run.rate() / ROUNDS as f64;
+        baseline_rate += base.rate() / ROUNDS as f64;
+        ratios.push(run.rate() / base.rate());
+    }
+    let rounds: Vec<String> = ratios.iter().map(|ratio| format!("{ratio:.2}")).collect();
+    ratios.sort_by(f64::total_cmp);
+    let per_answer = |cpu: f64| cpu / answers.max(1) as f64;
+    println!(
+        "{label}  edge→core {subject_rate:7.0}/s  {versus} {baseline_rate:7.0}/s  ratio {:.2}× (target ≥ {target}×; \
+         rounds {})  failures {failures}  CPU per answer: core {:.0} µs, edge {:.0} µs",
+        ratios[ROUNDS / 2],
+        rounds.join(" "),
+        per_answer(core_cpu),
+        per_answer(edge_cpu),
+    );
 }
 
 /// A JSON-RPC success: an SSE `data:` line (or a JSON body) whose object has `result`.
@@ -167,30 +202,21 @@ async fn main() {
 
 async fn list_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: &Processes) {
     let echo = bare_echo().await;
-    let baseline = {
+    let baseline = || {
         let (client, echo) = (client.clone(), echo.clone());
         measure(32, move || {
             let request = client.post(&echo).body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
             succeeded(request)
         })
-        .await
     };
-    let (listed, cpu) = {
+    let subject = || {
         let (client, mcp, token) = (client.clone(), mcp.to_owned(), token.to_owned());
-        processes
-            .measure(measure(32, move || {
-                let request = mcp_post(&client, &mcp, &token, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
-                succeeded(request)
-            }))
-            .await
+        measure(32, move || {
+            let request = mcp_post(&client, &mcp, &token, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+            succeeded(request)
+        })
     };
-    println!(
-        "tools/list  edge→core {:9.0}/s  bare echo {:9.0}/s  ratio {:.2}× (target ≥ 0.25×)  failures {}  {cpu}",
-        listed.rate(),
-        baseline.rate(),
-        listed.rate() / baseline.rate(),
-        listed.failed
-    );
+    compare("tools/list", "bare echo", 0.25, processes, baseline, subject).await;
 }
 
 async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: &Processes) {
@@ -201,48 +227,41 @@ async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: 
     std::fs::write(root.path().join("host/capsule/main.ail"), source).unwrap();
     std::fs::write(root.path().join("args.json"), r#""{\"a\":1}""#).unwrap();
     let ailang = bin("ailang");
-    let root_path = root.path().to_path_buf();
-    let spawned = measure(8, move || {
-        let mut command = tokio::process::Command::new(&ailang);
-        command
-            .args([
-                "run",
-                "--quiet",
-                "--caps",
-                "",
-                "--entry",
-                "main",
-                "--args-file",
-                "args.json",
-                "host/capsule/main.ail",
-            ])
-            .current_dir(&root_path)
-            .env_clear()
-            .env("AILANG_FS_SANDBOX", &root_path)
-            .env("AILANG_RELAX_MODULES", "1")
-            .env("AILANG_CACHE_DIR", root_path.join(".cache"));
-        async move { command.output().await.is_ok_and(|o| o.status.success() && o.stdout == b"{\"echo\":{\"a\":1}}\n") }
-    })
-    .await;
-    let (called, cpu) = {
-        let (client, mcp, token) = (client.clone(), mcp.to_owned(), token.to_owned());
-        processes
-            .measure(measure(8, move || {
-                let request = mcp_post(
-                    &client,
-                    &mcp,
-                    &token,
-                    r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tools_decho","arguments":{"a":1}}}"#,
-                );
-                succeeded(request)
-            }))
-            .await
+    let baseline = || {
+        let (ailang, root) = (ailang.clone(), root.path().to_path_buf());
+        measure(8, move || {
+            let mut command = tokio::process::Command::new(&ailang);
+            command
+                .args([
+                    "run",
+                    "--quiet",
+                    "--caps",
+                    "",
+                    "--entry",
+                    "main",
+                    "--args-file",
+                    "args.json",
+                    "host/capsule/main.ail",
+                ])
+                .current_dir(&root)
+                .env_clear()
+                .env("AILANG_FS_SANDBOX", &root)
+                .env("AILANG_RELAX_MODULES", "1")
+                .env("AILANG_CACHE_DIR", root.join(".cache"));
+            async move { command.output().await.is_ok_and(|o| o.status.success() && o.stdout == b"{\"echo\":{\"a\":1}}\n") }
+        })
     };
-    println!(
-        "tools/call  edge→core {:9.0}/s  spawn loop {:9.0}/s  ratio {:.2}× (target ≥ 0.5×)  failures {}  {cpu}",
-        called.rate(),
-        spawned.rate(),
-        called.rate() / spawned.rate(),
-        called.failed
-    );
+    let subject = || {
+        let (client, mcp, token) = (client.clone(), mcp.to_owned(), token.to_owned());
+        measure(8, move || {
+            let request = mcp_post(
+                &client,
+                &mcp,
+                &token,
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tools_decho","arguments":{"a":1}}}"#,
+            );
+            succeeded(request)
+        })
+    };
+    compare("tools/call", "spawn loop", 0.5, processes, baseline, subject).await;
 }
