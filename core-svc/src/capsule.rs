@@ -8,6 +8,7 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -20,6 +21,22 @@ use crate::subprocess::{self, Finished, RunError, Slots, Spawn};
 
 /// Per-stream capture cap of a capsule run.
 pub const CAPSULE_OUTPUT_CAP: usize = 8 * 1024 * 1024;
+
+/// The transition's source in a capsule root.
+pub const SOURCE_PATH: &str = "host/capsule/main.ail";
+/// The call's input in a capsule root: one JSON string, the text `main` receives.
+pub const ARGS_FILE: &str = "args.json";
+/// The interpreter's arguments for one capsule run, relative to the root.
+pub const ARGV: [&str; 9] = ["run", "--quiet", "--caps", "", "--entry", "main", "--args-file", ARGS_FILE, SOURCE_PATH];
+
+/// The capsule's three environment variables for a root at `root`.
+pub fn environment(root: &Path) -> [(&'static str, PathBuf); 3] {
+    [
+        ("AILANG_FS_SANDBOX", root.to_owned()),
+        ("AILANG_RELAX_MODULES", PathBuf::from("1")),
+        ("AILANG_CACHE_DIR", root.join(".cache")),
+    ]
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum CapsuleError {
@@ -110,6 +127,15 @@ fn verify(file: &File, pin: &HashRef) -> Result<Stamp, String> {
     Ok(before)
 }
 
+/// Writes `source` at [`SOURCE_PATH`] under `root`.
+pub fn stage_source(root: &Path, source: &[u8]) -> std::io::Result<()> {
+    let path = root.join(SOURCE_PATH);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, source)
+}
+
 /// Runs `source` with `input` (the text `main` receives) within `timeout`.
 pub async fn run(
     interpreter: &VerifiedInterpreter,
@@ -122,19 +148,14 @@ pub async fn run(
     interpreter.ensure_verified()?;
     let root =
         tempfile::Builder::new().prefix("world-capsule-").tempdir().map_err(|e| CapsuleError::Root(e.to_string()))?;
-    let capsule = root.path().join("host/capsule");
     let stage = || -> std::io::Result<()> {
-        std::fs::create_dir_all(&capsule)?;
-        std::fs::write(capsule.join("main.ail"), source)?;
-        // args.json holds one JSON string: the input text.
-        std::fs::write(root.path().join("args.json"), serde_json::Value::String(input.to_owned()).to_string())
+        stage_source(root.path(), source)?;
+        std::fs::write(root.path().join(ARGS_FILE), serde_json::Value::String(input.to_owned()).to_string())
     };
     stage().map_err(|e| CapsuleError::Root(e.to_string()))?;
-    let spawn = Spawn::new(interpreter.exec_path(), root.path())
-        .args(["run", "--quiet", "--caps", "", "--entry", "main", "--args-file", "args.json", "host/capsule/main.ail"])
-        .env("AILANG_FS_SANDBOX", root.path())
-        .env("AILANG_RELAX_MODULES", "1")
-        .env("AILANG_CACHE_DIR", root.path().join(".cache"));
+    let spawn = environment(root.path())
+        .into_iter()
+        .fold(Spawn::new(interpreter.exec_path(), root.path()).args(ARGV), |spawn, (key, value)| spawn.env(key, value));
     let span = tracing::info_span!(
         "capsule.run",
         "world.interpreter.ref" = %interpreter.interpreter.reference,

@@ -11,6 +11,7 @@ use world_model::registry::{TRANSITION_REGISTRY, TRANSITION_SOURCE};
 use world_model::{AccessTriple, Descriptor, EpochRegistry, HashRef, Revision, Schema, TransitionId, canonical_source};
 
 use crate::archive::{Archive, Interpreter};
+use crate::capsule;
 use crate::registry::{self, RegistryReadError, revision_object};
 use crate::store::{Store, StoreError, StoredObject};
 use crate::subprocess::{self, Slots, Spawn};
@@ -189,11 +190,9 @@ fn not_loadable(id: &str, source: &HashRef, output: &str) -> String {
 pub async fn check_source(interpreter: &Interpreter, source: &[u8], slots: &Slots) -> Result<(), String> {
     let scratch =
         tempfile::Builder::new().prefix("world-source-check-").tempdir().map_err(|e| format!("scratch root: {e}"))?;
-    let capsule = scratch.path().join("host/capsule");
-    std::fs::create_dir_all(&capsule).map_err(|e| format!("scratch root: {e}"))?;
-    std::fs::write(capsule.join("main.ail"), source).map_err(|e| format!("scratch root: {e}"))?;
+    capsule::stage_source(scratch.path(), source).map_err(|e| format!("scratch root: {e}"))?;
     let spawn = Spawn::new(&interpreter.path, scratch.path())
-        .args(["check", "host/capsule/main.ail"])
+        .args(["check", capsule::SOURCE_PATH])
         .inherit_env_except(&REGISTRY_VARIABLES)
         .env("AILANG_RELAX_MODULES", "1")
         .env("AILANG_CACHE_DIR", scratch.path().join(".cache"));

@@ -534,7 +534,7 @@ async fn concurrent_commits_share_transactions_and_each_is_checked_alone(locatio
 }
 
 async fn a_commit_of_many_objects_is_written_whole(location: StoreLocation) {
-    // More bound values than one query of a SQLite script takes: the script is split.
+    // Far more rows than one INSERT takes: the objects span many statements of one batch.
     let store = Store::open(&location, OpenMode::CreateIfMissing).await.expect("create");
     let mut commit = next_commit(None, "many", None);
     commit.objects.extend(

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use world_core::capsule;
 use world_tests::{World, bin, examples_dir};
 
 /// One measured loop.
@@ -223,31 +224,14 @@ async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: 
     // The spawn loop: exactly the capsule's argv and environment, no World around it.
     let source = std::fs::read(examples_dir().join("echo.ail")).unwrap();
     let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(root.path().join("host/capsule")).unwrap();
-    std::fs::write(root.path().join("host/capsule/main.ail"), source).unwrap();
-    std::fs::write(root.path().join("args.json"), r#""{\"a\":1}""#).unwrap();
+    capsule::stage_source(root.path(), &source).unwrap();
+    std::fs::write(root.path().join(capsule::ARGS_FILE), r#""{\"a\":1}""#).unwrap();
     let ailang = bin("ailang");
     let baseline = || {
         let (ailang, root) = (ailang.clone(), root.path().to_path_buf());
         measure(8, move || {
             let mut command = tokio::process::Command::new(&ailang);
-            command
-                .args([
-                    "run",
-                    "--quiet",
-                    "--caps",
-                    "",
-                    "--entry",
-                    "main",
-                    "--args-file",
-                    "args.json",
-                    "host/capsule/main.ail",
-                ])
-                .current_dir(&root)
-                .env_clear()
-                .env("AILANG_FS_SANDBOX", &root)
-                .env("AILANG_RELAX_MODULES", "1")
-                .env("AILANG_CACHE_DIR", root.join(".cache"));
+            command.args(capsule::ARGV).current_dir(&root).env_clear().envs(capsule::environment(&root));
             async move { command.output().await.is_ok_and(|o| o.status.success() && o.stdout == b"{\"echo\":{\"a\":1}}\n") }
         })
     };

@@ -382,8 +382,15 @@ impl Columns for rusqlite::Row<'_> {
 }
 
 fn column_ref(row: &(impl Columns + ?Sized), column: &str) -> Result<HashRef, StoreError> {
-    let text = row.text(column)?;
-    HashRef::parse(&text).map_err(|e| StoreError::Damaged(format!("{column} {text:?}: {e}")))
+    parse_column_ref(column, &row.text(column)?)
+}
+
+fn optional_column_ref(row: &(impl Columns + ?Sized), column: &str) -> Result<Option<HashRef>, StoreError> {
+    row.optional_text(column)?.map(|text| parse_column_ref(column, &text)).transpose()
+}
+
+fn parse_column_ref(column: &str, text: &str) -> Result<HashRef, StoreError> {
+    HashRef::parse(text).map_err(|e| StoreError::Damaged(format!("{column} {text:?}: {e}")))
 }
 
 fn object_from_row(row: &(impl Columns + ?Sized), with_payload: bool) -> Result<StoredObject, StoreError> {

@@ -53,13 +53,7 @@ impl Store {
                            FROM sessions WHERE credential_id = $1";
         let key = super::registry_key(registry);
         let decode = |row: &dyn Columns| -> Result<(SessionRow, Option<HashRef>), StoreError> {
-            let head = match row.optional_text("registry_head")? {
-                Some(text) => Some(
-                    HashRef::parse(&text).map_err(|e| StoreError::Damaged(format!("registry_head {text:?}: {e}")))?,
-                ),
-                None => None,
-            };
-            Ok((session_from_row(row)?, head))
+            Ok((session_from_row(row)?, super::optional_column_ref(row, "registry_head")?))
         };
         if let Some(direct) = &self.direct {
             return direct.read(|conn| {
