@@ -11,9 +11,10 @@
 //! Baseline and subject take turns, several rounds each, so a shift in the
 //! machine's load falls on both; each round's ratio is printed and the median
 //! is the result. Each loop is bounded in time; traffic stays on loopback.
-//! `-- list` or `-- call` runs one pair only (for profiling). Each pair also
-//! reports the CPU time the core and the edge spent per answer, which varies
-//! far less from run to run than throughput on a shared machine.
+//! `-- list` or `-- call` runs one pair only (for profiling), and
+//! `TOKIO_WORKER_THREADS=N` sizes the core's and the edge's runtimes. Each pair
+//! also reports the CPU time the core and the edge spent per answer, which
+//! varies far less from run to run than throughput on a shared machine.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -179,8 +180,15 @@ fn mcp_post(client: &reqwest::Client, url: &str, token: &str, body: &'static str
         .body(body)
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
+    // The load generator keeps one worker per CPU whatever TOKIO_WORKER_THREADS says, so that
+    // variable sizes only the served processes (the core and the edge inherit it).
+    let workers = std::thread::available_parallelism().map_or(2, usize::from);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap();
+    runtime.block_on(run());
+}
+
+async fn run() {
     // Capsule roots on a tmpfs, as the compose deployment has them: making and removing a
     // root per call is then cheap, the store stays on disk.
     let capsules = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };

@@ -108,7 +108,16 @@ impl HashRef {
 
     /// The digest as 64 lowercase hex characters, without the algorithm tag.
     pub fn hex(&self) -> String {
-        hex::encode(self.0)
+        self.with_hex(str::to_owned)
+    }
+
+    /// Lends the digest's hex text from a stack buffer: refs are formatted on every hot path
+    /// (store columns, replies), so no allocation per ref.
+    fn with_hex<R>(&self, use_hex: impl FnOnce(&str) -> R) -> R {
+        let mut buffer = [0u8; DIGEST_WIDTH];
+        // Both cannot fail: the buffer is exactly twice the digest, and hex digits are ASCII.
+        let _ = hex::encode_to_slice(self.0, &mut buffer);
+        use_hex(std::str::from_utf8(&buffer).unwrap_or_default())
     }
 
     /// The text form of an optional ref, `""` for none (the reference's zero ref).
@@ -124,7 +133,11 @@ pub fn semantic_interface_hash(semantic_id: &str) -> HashRef {
 
 impl fmt::Display for HashRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{ALGORITHM}:{}", self.hex())
+        self.with_hex(|hex| {
+            f.write_str(ALGORITHM)?;
+            f.write_str(":")?;
+            f.write_str(hex)
+        })
     }
 }
 
