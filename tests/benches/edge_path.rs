@@ -171,13 +171,19 @@ async fn succeeded(request: reqwest::RequestBuilder) -> bool {
     }
 }
 
-fn mcp_post(client: &reqwest::Client, url: &str, token: &str, body: &'static str) -> reqwest::RequestBuilder {
-    client
-        .post(url)
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .body(body)
+/// `concurrency` workers posting `body` to the MCP endpoint with the session's credential.
+async fn mcp_loop(client: &reqwest::Client, mcp: &str, token: &str, concurrency: usize, body: &'static str) -> Run {
+    let (client, mcp, authorization) = (client.clone(), mcp.to_owned(), format!("Bearer {token}"));
+    measure(concurrency, move || {
+        let request = client
+            .post(&mcp)
+            .header("Authorization", &authorization)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(body);
+        succeeded(request)
+    })
+    .await
 }
 
 fn main() {
@@ -218,13 +224,7 @@ async fn list_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: 
             succeeded(request)
         })
     };
-    let subject = || {
-        let (client, mcp, token) = (client.clone(), mcp.to_owned(), token.to_owned());
-        measure(32, move || {
-            let request = mcp_post(&client, &mcp, &token, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
-            succeeded(request)
-        })
-    };
+    let subject = || mcp_loop(client, mcp, token, 32, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
     compare("tools/list", "bare echo", 0.25, processes, baseline, subject).await;
 }
 
@@ -243,17 +243,7 @@ async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: 
             async move { command.output().await.is_ok_and(|o| o.status.success() && o.stdout == b"{\"echo\":{\"a\":1}}\n") }
         })
     };
-    let subject = || {
-        let (client, mcp, token) = (client.clone(), mcp.to_owned(), token.to_owned());
-        measure(8, move || {
-            let request = mcp_post(
-                &client,
-                &mcp,
-                &token,
-                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tools_decho","arguments":{"a":1}}}"#,
-            );
-            succeeded(request)
-        })
-    };
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tools_decho","arguments":{"a":1}}}"#;
+    let subject = || mcp_loop(client, mcp, token, 8, call);
     compare("tools/call", "spawn loop", 0.5, processes, baseline, subject).await;
 }

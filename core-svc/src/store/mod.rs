@@ -345,41 +345,33 @@ trait Columns {
     fn blob(&self, column: &str) -> Result<Vec<u8>, StoreError>;
 }
 
-impl Columns for AnyRow {
-    fn text(&self, column: &str) -> Result<String, StoreError> {
-        Ok(self.try_get(column)?)
-    }
+/// Implements [`Columns`] for a row type through its by-name getter (`try_get` on sqlx rows,
+/// `get` on rusqlite rows): the two getters take different trait bounds, so one generic body
+/// cannot serve both.
+macro_rules! columns_through {
+    ($row:ty, $get:ident) => {
+        impl Columns for $row {
+            fn text(&self, column: &str) -> Result<String, StoreError> {
+                Ok(self.$get(column)?)
+            }
 
-    fn optional_text(&self, column: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.try_get(column)?)
-    }
+            fn optional_text(&self, column: &str) -> Result<Option<String>, StoreError> {
+                Ok(self.$get(column)?)
+            }
 
-    fn int(&self, column: &str) -> Result<i64, StoreError> {
-        Ok(self.try_get(column)?)
-    }
+            fn int(&self, column: &str) -> Result<i64, StoreError> {
+                Ok(self.$get(column)?)
+            }
 
-    fn blob(&self, column: &str) -> Result<Vec<u8>, StoreError> {
-        Ok(self.try_get(column)?)
-    }
+            fn blob(&self, column: &str) -> Result<Vec<u8>, StoreError> {
+                Ok(self.$get(column)?)
+            }
+        }
+    };
 }
 
-impl Columns for rusqlite::Row<'_> {
-    fn text(&self, column: &str) -> Result<String, StoreError> {
-        Ok(self.get(column)?)
-    }
-
-    fn optional_text(&self, column: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.get(column)?)
-    }
-
-    fn int(&self, column: &str) -> Result<i64, StoreError> {
-        Ok(self.get(column)?)
-    }
-
-    fn blob(&self, column: &str) -> Result<Vec<u8>, StoreError> {
-        Ok(self.get(column)?)
-    }
-}
+columns_through!(AnyRow, try_get);
+columns_through!(rusqlite::Row<'_>, get);
 
 fn column_ref(row: &(impl Columns + ?Sized), column: &str) -> Result<HashRef, StoreError> {
     parse_column_ref(column, &row.text(column)?)
