@@ -390,3 +390,20 @@ async fn a_slot_stays_taken_until_the_callback_returns_even_when_its_client_left
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_past_the_callback_timeout_answers_the_whole_post_as_timed_out() {
+    let world = fixture_world(Setup::default());
+    let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
+    let (_edge, url) = world.extra_edge(&["--callback-timeout", "1s"]);
+    // Several times the timeout, so even a loaded machine is still running it when it ends.
+    let arguments = spin_arguments(&url, &token, 5.0).await;
+    let answer = post(&url, &token, call(7, "tests_dspin", arguments)).await;
+    assert_answer(
+        &answer,
+        200,
+        JSON,
+        &format!("{}\n", rpc_error("7", -32603, "host callback timed out")),
+        "a call that outlives its callback timeout",
+    );
+}
