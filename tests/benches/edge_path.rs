@@ -11,8 +11,10 @@
 //! Baseline and subject take turns, several rounds each, so a shift in the
 //! machine's load falls on both; each round's ratio is printed and the median
 //! is the result. Each loop is bounded in time; traffic stays on loopback.
-//! `-- list` or `-- call` runs one pair only (for profiling), and
-//! `TOKIO_WORKER_THREADS=N` sizes the core's and the edge's runtimes. Each pair
+//! The load generator, the core and the edge share the machine, so the core and
+//! the edge each get a third of its CPUs (at least one) as async workers, as an
+//! operator would size them on such a host; `TOKIO_WORKER_THREADS=N` overrides
+//! that. `-- list` or `-- call` runs one pair only (for profiling). Each pair
 //! also reports the CPU time the core and the edge spent per answer, which
 //! varies far less from run to run than throughput on a shared machine.
 
@@ -188,17 +190,19 @@ async fn mcp_loop(client: &reqwest::Client, mcp: &str, token: &str, concurrency:
 
 fn main() {
     // The load generator keeps one worker per CPU whatever TOKIO_WORKER_THREADS says, so that
-    // variable sizes only the served processes (the core and the edge inherit it).
-    let workers = std::thread::available_parallelism().map_or(2, usize::from);
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap();
-    runtime.block_on(run());
+    // variable sizes only the served processes.
+    let cpus = std::thread::available_parallelism().map_or(2, usize::from);
+    let served = std::env::var("TOKIO_WORKER_THREADS").unwrap_or_else(|_| (cpus / 3).max(1).to_string());
+    println!("async workers: load generator {cpus}, core {served}, edge {served}");
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(cpus).enable_all().build().unwrap();
+    runtime.block_on(run(&served));
 }
 
-async fn run() {
+async fn run(served_workers: &str) {
     // Capsule roots on a tmpfs, as the compose deployment has them: making and removing a
     // root per call is then cheap, the store stays on disk.
     let capsules = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
-    let world = World::with_echo_env(&[("TMPDIR", capsules)]);
+    let world = World::with_echo_env(&[("TMPDIR", capsules), ("TOKIO_WORKER_THREADS", served_workers)]);
     let token = world.mint("bench", &["world.apply=world:100000000"], 3600);
     let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
     let mcp = world.url("/mcp/");

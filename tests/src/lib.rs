@@ -156,10 +156,11 @@ impl World {
         Self::with_echo_env(&[])
     }
 
-    /// Like [`World::with_echo`], with `env` added to the serving core's environment.
+    /// Like [`World::with_echo`], with `env` added to the serving core's and the edge's
+    /// environment.
     pub fn with_echo_env(env: &[(&str, &str)]) -> Self {
         let mut world = Self::echo_core_env(env);
-        let (edge, edge_url) = start_edge(&[&world.core_addr], world.dir.path(), &[]);
+        let (edge, edge_url) = start_edge_with_env(&[&world.core_addr], world.dir.path(), &[], env);
         world.edge = Some(edge);
         world.edge_url = edge_url;
         world
