@@ -117,6 +117,7 @@ macro_rules! suite {
 suite!(
     a_fresh_store_is_created_and_reopens,
     a_store_from_the_future_is_refused_untouched,
+    a_version_1_store_is_migrated_in_place,
     a_missing_store_is_not_created_when_it_must_exist,
     objects_verify_their_hash_and_keep_the_first_writer,
     objects_page_by_semantic_id_in_hash_order,
@@ -160,6 +161,54 @@ async fn a_store_from_the_future_is_refused_untouched(location: StoreLocation) {
     let version: i64 =
         sqlx::Row::get(&sqlx::query("SELECT version FROM world_schema").fetch_one(&mut conn).await.unwrap(), 0);
     assert_eq!(version, 99, "the refused store was modified");
+}
+
+/// The names of the store's indexes that its migrations created (not the backends' own).
+async fn index_names(conn: &mut sqlx::AnyConnection, location: &StoreLocation) -> Vec<String> {
+    let sql = match location {
+        StoreLocation::Sqlite(_) => "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL",
+        StoreLocation::Postgres(_) => {
+            "SELECT indexname::text AS name FROM pg_indexes WHERE schemaname = current_schema() \
+             AND indexname NOT LIKE '%_pkey' AND indexname NOT LIKE '%_key'"
+        }
+    };
+    let rows = sqlx::query(sql).fetch_all(conn).await.expect("list indexes");
+    let mut names: Vec<String> = rows.iter().map(|row| sqlx::Row::get(row, "name")).collect();
+    names.sort();
+    names
+}
+
+async fn a_version_1_store_is_migrated_in_place(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.expect("create");
+    let first = next_commit(None, "kept across the migration", None);
+    store.commit(first.clone(), BUDGET).await.expect("commit");
+    store.close().await;
+    let url = match &location {
+        StoreLocation::Sqlite(path) => format!("sqlite://{}", path.display()),
+        StoreLocation::Postgres(url) => url.clone(),
+    };
+    let mut conn = sqlx::AnyConnection::connect(&url).await.expect("raw connect");
+    let current = index_names(&mut conn, &location).await;
+    // Put the store back as version 1 left it: its three indexes no query reads.
+    sqlx::raw_sql(
+        "CREATE INDEX worlds_by_state_root ON worlds (state_root, world_ref); \
+         CREATE INDEX log_entries_by_transition_ref ON log_entries (transition_ref, entry_index); \
+         CREATE INDEX log_entries_by_transition_fn ON log_entries (transition_fn, entry_index); \
+         UPDATE world_schema SET version = 1",
+    )
+    .execute(&mut conn)
+    .await
+    .expect("make a version 1 store");
+
+    let store = Store::open(&location, OpenMode::MustExist).await.expect("open and migrate");
+    assert_eq!(head_world(&store).await, Some(first.next_world), "the data survives the migration");
+    assert_eq!(store.log_entry(0).await.unwrap(), Some(first.entry.clone()));
+    store.close().await;
+    let version: i64 =
+        sqlx::Row::get(&sqlx::query("SELECT version FROM world_schema").fetch_one(&mut conn).await.unwrap(), 0);
+    assert_eq!(version, world_core::store::SCHEMA_VERSION);
+    assert_eq!(index_names(&mut conn, &location).await, current, "a migrated store has a fresh store's indexes");
+    assert!(current.contains(&"objects_by_semantic_id".to_owned()), "{current:?}");
 }
 
 async fn a_missing_store_is_not_created_when_it_must_exist(location: StoreLocation) {

@@ -11,14 +11,21 @@ struct Migration {
     postgres: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sqlite: include_str!("../../migrations/sqlite/0001_initial.sql"),
-    postgres: include_str!("../../migrations/postgres/0001_initial.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sqlite: include_str!("../../migrations/sqlite/0001_initial.sql"),
+        postgres: include_str!("../../migrations/postgres/0001_initial.sql"),
+    },
+    Migration {
+        version: 2,
+        sqlite: include_str!("../../migrations/sqlite/0002_drop_unread_indexes.sql"),
+        postgres: include_str!("../../migrations/postgres/0002_drop_unread_indexes.sql"),
+    },
+];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Brings the store to [`SCHEMA_VERSION`] inside the caller's write
 /// transaction (which already excludes concurrent migrators).
