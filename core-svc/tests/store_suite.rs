@@ -143,14 +143,19 @@ async fn a_fresh_store_is_created_and_reopens(location: StoreLocation) {
     assert_eq!(store.selected_head().await.unwrap(), None);
 }
 
-async fn a_store_from_the_future_is_refused_untouched(location: StoreLocation) {
-    let store = Store::open(&location, OpenMode::CreateIfMissing).await.expect("create");
-    store.close().await;
-    let url = match &location {
+/// A connection to the store's database that bypasses the store, to alter it behind its back.
+async fn raw_connection(location: &StoreLocation) -> sqlx::AnyConnection {
+    let url = match location {
         StoreLocation::Sqlite(path) => format!("sqlite://{}", path.display()),
         StoreLocation::Postgres(url) => url.clone(),
     };
-    let mut conn = sqlx::AnyConnection::connect(&url).await.expect("raw connect");
+    sqlx::AnyConnection::connect(&url).await.expect("raw connect")
+}
+
+async fn a_store_from_the_future_is_refused_untouched(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.expect("create");
+    store.close().await;
+    let mut conn = raw_connection(&location).await;
     sqlx::raw_sql("UPDATE world_schema SET version = 99").execute(&mut conn).await.unwrap();
     match Store::open(&location, OpenMode::MustExist).await {
         Err(StoreError::FutureSchema { found: 99, supported, .. }) => {
@@ -183,11 +188,7 @@ async fn a_version_1_store_is_migrated_in_place(location: StoreLocation) {
     let first = next_commit(None, "kept across the migration", None);
     store.commit(first.clone(), BUDGET).await.expect("commit");
     store.close().await;
-    let url = match &location {
-        StoreLocation::Sqlite(path) => format!("sqlite://{}", path.display()),
-        StoreLocation::Postgres(url) => url.clone(),
-    };
-    let mut conn = sqlx::AnyConnection::connect(&url).await.expect("raw connect");
+    let mut conn = raw_connection(&location).await;
     let current = index_names(&mut conn, &location).await;
     // Put the store back as version 1 left it: its three indexes no query reads.
     sqlx::raw_sql(
