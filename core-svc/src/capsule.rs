@@ -167,3 +167,44 @@ pub async fn run(
     }
     Ok(finished)
 }
+
+/// What runs a transition: the seam between the invocation rules and the interpreter, so
+/// the rules can be tested in-process with a scripted runner while `tests/` runs the real one.
+pub trait Runner: Send + Sync {
+    /// The pin of the interpreter this runner executes.
+    fn interpreter_ref(&self) -> HashRef;
+    /// Subprocess slots in use now.
+    fn slots_in_use(&self) -> usize;
+    /// Runs `source` with `input` (the text `main` receives) within `timeout`.
+    fn run<'a>(
+        &'a self,
+        source: &'a [u8],
+        input: &'a str,
+        timeout: Duration,
+    ) -> futures::future::BoxFuture<'a, Result<Finished, CapsuleError>>;
+}
+
+/// The production runner: the verified, pinned interpreter under the core's slot limit.
+pub struct Capsule {
+    pub interpreter: VerifiedInterpreter,
+    pub slots: Slots,
+}
+
+impl Runner for Capsule {
+    fn interpreter_ref(&self) -> HashRef {
+        self.interpreter.interpreter.reference
+    }
+
+    fn slots_in_use(&self) -> usize {
+        self.slots.in_use()
+    }
+
+    fn run<'a>(
+        &'a self,
+        source: &'a [u8],
+        input: &'a str,
+        timeout: Duration,
+    ) -> futures::future::BoxFuture<'a, Result<Finished, CapsuleError>> {
+        Box::pin(run(&self.interpreter, source, input, &self.slots, timeout))
+    }
+}

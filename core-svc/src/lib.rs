@@ -5,9 +5,9 @@
 pub mod archive;
 pub mod attended;
 pub mod capsule;
-pub mod coordinator;
 pub mod genesis;
 pub mod grpc;
+pub mod invoke;
 pub mod limits;
 pub mod metrics;
 pub mod publish;
@@ -28,33 +28,41 @@ pub const DAEMON_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// What the serving core knows and shares with every request.
 pub struct Core {
     pub store: Store,
+    pub limits: limits::Limits,
     /// The archived interpreter, when serving with one (else no coordinator).
     pub interpreter: Option<archive::Interpreter>,
     pub registry: std::sync::Arc<registry::RegistryReader>,
     /// Present only when serving with an interpreter.
-    pub coordinator: Option<std::sync::Arc<coordinator::Coordinator>>,
+    pub coordinator: Option<std::sync::Arc<invoke::Coordinator>>,
     pub metrics: std::sync::Arc<metrics::Metrics>,
 }
 
 impl Core {
     /// A core without a coordinator: invocations answer "not available".
-    pub fn new(store: Store) -> Self {
-        Self { store, interpreter: None, registry: Default::default(), coordinator: None, metrics: Default::default() }
+    pub fn new(store: Store, limits: limits::Limits) -> Self {
+        Self {
+            store,
+            limits,
+            interpreter: None,
+            registry: Default::default(),
+            coordinator: None,
+            metrics: Default::default(),
+        }
     }
 
     /// A core that invokes transitions with the verified, pinned interpreter.
-    pub fn with_coordinator(
-        store: Store,
-        interpreter: capsule::VerifiedInterpreter,
-        slots: subprocess::Slots,
-        limits: coordinator::Limits,
-    ) -> Self {
-        let archived = interpreter.interpreter.clone();
+    pub fn with_coordinator(store: Store, capsule: capsule::Capsule, limits: limits::Limits) -> Self {
+        let archived = capsule.interpreter.interpreter.clone();
         let metrics = std::sync::Arc::<metrics::Metrics>::default();
-        let coordinator =
-            coordinator::Coordinator::new(store.clone(), interpreter, slots, limits, std::sync::Arc::clone(&metrics));
+        let coordinator = invoke::Coordinator::new(
+            store.clone(),
+            std::sync::Arc::new(capsule),
+            limits,
+            std::sync::Arc::clone(&metrics),
+        );
         Self {
             store,
+            limits,
             interpreter: Some(archived),
             registry: Default::default(),
             coordinator: Some(std::sync::Arc::new(coordinator)),
@@ -65,9 +73,9 @@ impl Core {
     /// Resolves a credential fresh from the store under the credential deadline.
     pub async fn resolve_session(&self, authorization: Option<&str>, what: &str) -> Result<SessionBinding, Failure> {
         let now = session::now_unix();
-        match tokio::time::timeout(limits::CREDENTIAL, session::resolve(&self.store, authorization, now)).await {
+        match tokio::time::timeout(self.limits.credential, session::resolve(&self.store, authorization, now)).await {
             Ok(Ok(binding)) => Ok(binding),
-            Ok(Err(error)) => Err(grpc::resolve_failure(error, what)),
+            Ok(Err(error)) => Err(invoke::refusal::resolve_failure(error, what)),
             Err(_) => Err(Failure::new(FailureCode::Timeout, "credential lookup deadline (3s) exceeded")),
         }
     }

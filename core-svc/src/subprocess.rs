@@ -24,8 +24,6 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::unix::pipe;
 
-/// How many interpreter subprocesses may run at once per core.
-pub const DEFAULT_SLOTS: usize = 8;
 /// How much lower than the core's the children's CPU priority is: interpreters saturating the
 /// CPUs must not starve the core's own threads (admission, the store, health), which then
 /// hold the write lock longer and answer every caller late.

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use world_core::archive::{Archive, Interpreter};
-use world_core::capsule::VerifiedInterpreter;
-use world_core::coordinator::Limits;
+use world_core::capsule::{Capsule, VerifiedInterpreter};
+use world_core::limits::Limits;
 use world_core::store::{LockMode, OpenMode, ServingLock, Store, StoreLocation};
-use world_core::subprocess::{self, Slots};
+use world_core::subprocess::Slots;
 use world_core::{Core, registry};
 
 use super::{Failed, Outcome, open_store, parse_location};
@@ -45,7 +45,7 @@ pub struct LimitArgs {
     #[arg(long, env = "WORLD_INVOCATION_TIMEOUT", default_value_t = 20)]
     invocation_timeout: u64,
     /// Interpreter subprocesses that may run at once; calls beyond are refused, not queued.
-    #[arg(long, env = "WORLD_MAX_SUBPROCESSES", default_value_t = subprocess::DEFAULT_SLOTS)]
+    #[arg(long, env = "WORLD_MAX_SUBPROCESSES", default_value_t = Limits::default().max_subprocesses)]
     max_subprocesses: usize,
     /// Largest canonical input (arguments) in bytes.
     #[arg(long, env = "WORLD_MAX_INPUT_BYTES", default_value_t = 1024 * 1024)]
@@ -60,7 +60,7 @@ impl Default for LimitArgs {
         let limits = Limits::default();
         Self {
             invocation_timeout: limits.invocation.as_secs(),
-            max_subprocesses: subprocess::DEFAULT_SLOTS,
+            max_subprocesses: limits.max_subprocesses,
             max_input_bytes: limits.max_input,
             max_output_bytes: limits.max_output,
         }
@@ -73,6 +73,7 @@ impl LimitArgs {
             invocation: std::time::Duration::from_secs(self.invocation_timeout.max(1)),
             max_input: self.max_input_bytes,
             max_output: self.max_output_bytes,
+            max_subprocesses: self.max_subprocesses.max(1),
             ..Limits::default()
         }
     }
@@ -110,13 +111,14 @@ pub async fn build_core(
 ) -> Result<Arc<Core>, Failed> {
     let Some(binary) = ailang_bin else {
         tracing::warn!("serving without --ailang-bin: there is no coordinator; invocations answer \"not available\"");
-        return Ok(Arc::new(Core::new(store.clone())));
+        return Ok(Arc::new(Core::new(store.clone(), limits.limits())));
     };
-    let slots = Slots::new(limits.max_subprocesses.max(1));
+    let limits = limits.limits();
+    let slots = Slots::new(limits.max_subprocesses);
     let interpreter = pin_interpreter(store, location, binary, artifacts, &slots).await?;
     let verified =
         VerifiedInterpreter::open(interpreter).map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
-    Ok(Arc::new(Core::with_coordinator(store.clone(), verified, slots, limits.limits())))
+    Ok(Arc::new(Core::with_coordinator(store.clone(), Capsule { interpreter: verified, slots }, limits)))
 }
 
 /// Archives `binary` next to the store and bootstraps epoch 1 for its release.

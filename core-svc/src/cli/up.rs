@@ -14,9 +14,10 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpListener;
 use world_core::attended;
+use world_core::limits::Limits;
 use world_core::session::{self, now_unix};
 use world_core::store::{LockMode, OpenMode, ServingLock, StoreLocation};
-use world_core::subprocess::{DEFAULT_SLOTS, Slots};
+use world_core::subprocess::Slots;
 use world_model::{Episode, Grant};
 
 use super::serve::{build_core, pin_interpreter, serve_grpc, shutdown_signal};
@@ -53,7 +54,7 @@ pub async fn run(args: UpArgs) -> Outcome {
     let store = open_store(&location, OpenMode::CreateIfMissing).await?;
 
     step("pinning the interpreter", &siblings.ailang.display().to_string());
-    pin_interpreter(&store, &location, &siblings.ailang, None, &Slots::new(DEFAULT_SLOTS)).await?;
+    pin_interpreter(&store, &location, &siblings.ailang, None, &Slots::new(Limits::default().max_subprocesses)).await?;
     if store.selected_head().await.map_err(Failed::fatal)?.is_none() {
         let world = world_core::genesis::commit_genesis(&store, now_unix()).await.map_err(Failed::fatal)?;
         step("committed genesis", &world.reference.to_string());

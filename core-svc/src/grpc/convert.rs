@@ -1,10 +1,9 @@
 //! Translations between store records, domain failures and world.v1 messages.
 
-use world_model::{AccessTriple, Descriptor, Failure, FailureCode, HashRef, HashRefError, SessionDenial};
+use world_model::{AccessTriple, Descriptor, Failure, FailureCode, HashRef, HashRefError};
 use world_proto::v1 as pb;
 
-use crate::session::ResolveError;
-use crate::store::{LogEntry, StoreError, StoredObject, WorldRow};
+use crate::store::{LogEntry, StoredObject, WorldRow};
 
 pub fn failure(failure: Failure) -> pb::Failure {
     pb::Failure {
@@ -13,56 +12,6 @@ pub fn failure(failure: Failure) -> pb::Failure {
         effect_records: failure.effect_records.iter().map(|r| r.to_string()).collect(),
         observed_head: HashRef::optional_text(failure.observed_head.as_ref()),
         selected_head: HashRef::optional_text(failure.selected_head.as_ref()),
-    }
-}
-
-pub fn denial_failure(denial: SessionDenial) -> Failure {
-    let code = match denial {
-        SessionDenial::Absent => FailureCode::SessionAbsent,
-        SessionDenial::Malformed => FailureCode::SessionMalformed,
-        SessionDenial::Unknown => FailureCode::SessionUnknown,
-        SessionDenial::Expired => FailureCode::SessionExpired,
-    };
-    Failure::of(code)
-}
-
-/// A failed session resolution: a denial, or (never a denial) a store error.
-pub fn resolve_failure(error: ResolveError, what: &str) -> Failure {
-    match error {
-        ResolveError::Denied(denial) => denial_failure(denial),
-        ResolveError::Store(error) => {
-            tracing::error!(%error, "{what}: credential lookup failed");
-            Failure::of(FailureCode::Internal)
-        }
-    }
-}
-
-/// A store error as the caller sees it; internal causes are logged here, once.
-pub fn store_failure(error: StoreError, what: &str) -> Failure {
-    match error {
-        StoreError::Conflict { observed, selected } => Failure {
-            code: FailureCode::HeadConflict,
-            message: StoreError::Conflict { observed, selected }.to_string(),
-            effect_records: Vec::new(),
-            observed_head: observed,
-            selected_head: selected,
-        },
-        error @ (StoreError::Invalid { .. } | StoreError::EntryExists(_)) => {
-            Failure::new(FailureCode::BadRequest, error.to_string())
-        }
-        StoreError::DuplicateInvocation { invocation_id, kind } => Failure::new(
-            FailureCode::BadRequest,
-            format!("invocationId already names a different {kind}: {invocation_id}"),
-        ),
-        StoreError::Deadline => Failure::of(FailureCode::Timeout),
-        StoreError::Uncertain(cause) => {
-            tracing::error!(%cause, "{what}: commit outcome unknown");
-            Failure::of(FailureCode::CommitUncertain)
-        }
-        error => {
-            tracing::error!(%error, "{what}: internal store failure");
-            Failure::of(FailureCode::Internal)
-        }
     }
 }
 

@@ -9,7 +9,7 @@ use world_proto::v1::invocation_server::Invocation;
 
 use super::{authorization, convert};
 use crate::Core;
-use crate::coordinator::Call;
+use crate::invoke::Call;
 
 pub struct InvocationService {
     core: Arc<Core>,

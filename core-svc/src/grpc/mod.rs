@@ -12,7 +12,6 @@ use std::sync::Arc;
 use tonic::Request;
 
 pub use admission::AdmissionService;
-pub(crate) use convert::resolve_failure;
 pub use invocation::InvocationService;
 pub use store_api::StoreService;
 

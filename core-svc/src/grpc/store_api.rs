@@ -11,8 +11,8 @@ use world_proto::v1::store_server::Store as StoreApi;
 
 use super::authorization;
 use super::convert::{self, parse_optional_ref, parse_ref};
+use crate::Core;
 use crate::store::{Commit, Receipt, StoreError};
-use crate::{Core, limits};
 
 pub struct StoreService {
     core: Arc<Core>,
@@ -29,7 +29,7 @@ impl StoreService {
         F: Future<Output = Result<R, Failure>>,
     {
         self.core.resolve_session(authorization(request), what).await?;
-        match tokio::time::timeout(limits::READ, read).await {
+        match tokio::time::timeout(self.core.limits.read, read).await {
             Ok(result) => result,
             Err(_) => Err(Failure::of(FailureCode::Timeout)),
         }
@@ -41,7 +41,7 @@ fn not_found(message: &str) -> Failure {
 }
 
 fn read_failure(what: &'static str) -> impl Fn(StoreError) -> Failure {
-    move |error| convert::store_failure(error, what)
+    move |error| crate::invoke::refusal::rest_store_failure(error, what)
 }
 
 #[tonic::async_trait]
@@ -253,10 +253,10 @@ impl StoreApi for StoreService {
             };
             self.core
                 .store
-                .commit(commit, limits::REST_COMMIT)
+                .commit(commit, self.core.limits.rest_commit)
                 .await
                 .map(|committed| committed.selected_head)
-                .map_err(|error| convert::store_failure(error, "commit"))
+                .map_err(|error| crate::invoke::refusal::rest_store_failure(error, "commit"))
         }
         .await;
         let outcome = match outcome {

@@ -262,9 +262,7 @@ impl FailureCode {
             FailureCode::CommitUncertain => {
                 "commit outcome unknown: reconcile with the log or the receipt before any resend"
             }
-            FailureCode::CapacityExceeded => {
-                "interpreter subprocess capacity exceeded: at most 8 run at once; retry later"
-            }
+            FailureCode::CapacityExceeded => "interpreter subprocess capacity exceeded; retry later",
             _ => self.a2a().1,
         }
     }
