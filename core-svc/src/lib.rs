@@ -5,6 +5,8 @@
 pub mod archive;
 pub mod attended;
 pub mod capsule;
+pub mod effects;
+pub mod fault;
 pub mod genesis;
 pub mod grpc;
 pub mod invoke;
@@ -51,15 +53,24 @@ impl Core {
     }
 
     /// A core that invokes transitions with the verified, pinned interpreter.
-    pub fn with_coordinator(store: Store, capsule: capsule::Capsule, limits: limits::Limits) -> Self {
+    /// With `effects`, it also serves effectful transitions.
+    pub fn with_coordinator(
+        store: Store,
+        capsule: capsule::Capsule,
+        limits: limits::Limits,
+        effects: Option<std::sync::Arc<effects::handlers::Effects>>,
+    ) -> Self {
         let archived = capsule.interpreter.interpreter.clone();
         let metrics = std::sync::Arc::<metrics::Metrics>::default();
-        let coordinator = invoke::Coordinator::new(
+        let mut coordinator = invoke::Coordinator::new(
             store.clone(),
             std::sync::Arc::new(capsule),
             limits,
             std::sync::Arc::clone(&metrics),
         );
+        if let Some(effects) = effects {
+            coordinator = coordinator.with_effects(effects);
+        }
         Self {
             store,
             limits,

@@ -15,6 +15,8 @@ pub struct Metrics {
     capsule: Mutex<Histogram>,
     /// Store operation latency by operation.
     store: Mutex<BTreeMap<&'static str, Histogram>>,
+    /// Intents found without an outcome when the core started, by kind (commit, effect).
+    pending_at_start: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 /// Cumulative buckets, as the exposition format wants them.
@@ -63,6 +65,10 @@ impl Metrics {
         self.store.lock().unwrap_or_else(|p| p.into_inner()).entry(operation).or_default().observe(elapsed);
     }
 
+    pub fn pending_at_start(&self, kind: &'static str, count: u64) {
+        self.pending_at_start.lock().unwrap_or_else(|p| p.into_inner()).insert(kind, count);
+    }
+
     /// The Prometheus text exposition, with the slot gauge read now.
     pub fn render(&self, slots_in_use: usize) -> String {
         let mut out = String::new();
@@ -87,6 +93,13 @@ impl Metrics {
         out.push_str("# HELP world_core_subprocesses_in_use Interpreter subprocess slots in use.\n");
         out.push_str("# TYPE world_core_subprocesses_in_use gauge\n");
         let _ = writeln!(out, "world_core_subprocesses_in_use {slots_in_use}");
+        out.push_str(
+            "# HELP world_core_pending_intents_at_start Journal intents without an outcome when the core started.\n",
+        );
+        out.push_str("# TYPE world_core_pending_intents_at_start gauge\n");
+        for (kind, n) in self.pending_at_start.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let _ = writeln!(out, "world_core_pending_intents_at_start{{kind=\"{kind}\"}} {n}");
+        }
         out
     }
 }

@@ -73,6 +73,13 @@ impl Process {
         i32::try_from(self.child.id()).expect("pid fits i32")
     }
 
+    /// Kills the whole process group (SIGKILL, as a crash would) and reaps the child.
+    pub fn kill(&mut self) -> std::process::ExitStatus {
+        // SAFETY: the child leads its own process group; kill the whole group.
+        unsafe { libc::kill(-self.pid(), libc::SIGKILL) };
+        self.child.wait().expect("wait for child")
+    }
+
     /// Sends SIGTERM and waits for a graceful exit.
     pub fn terminate(mut self) -> std::process::ExitStatus {
         // SAFETY: signalling our own child's process id.
@@ -132,6 +139,17 @@ impl World {
         assert_eq!(response.status(), reqwest::StatusCode::OK);
         let page: serde_json::Value = response.json().await.expect("a JSON log page");
         page["items"].as_array().map(Vec::len).expect("a log page")
+    }
+
+    /// Stops this world's core and serves its store again on the same address (so its edges
+    /// reconnect) with `program` (a `world-core` build), `args` and `env`.
+    pub fn restart_core(&mut self, program: &Path, args: &[&str], env: &[(&str, &str)]) {
+        let logs = self.dir.path().join(format!("core-{}", self.core.pid()));
+        std::fs::create_dir_all(&logs).expect("core log folder");
+        self.core.kill();
+        let (core, addr) = start_core_at(program, &self.core_addr, &self.store, &logs, args, env);
+        assert_eq!(addr, self.core_addr);
+        self.core = core;
     }
 
     /// Runs a `world-core` verb against this world's store.
@@ -217,11 +235,13 @@ pub struct Setup<'a> {
     pub interpreter: bool,
     /// Extra `world-edge` flags.
     pub edge_args: &'a [&'a str],
+    /// Extra `world-core serve` flags.
+    pub core_args: &'a [&'a str],
 }
 
 impl Default for Setup<'_> {
     fn default() -> Self {
-        Setup { genesis: true, interpreter: true, edge_args: &[] }
+        Setup { genesis: true, interpreter: true, edge_args: &[], core_args: &[] }
     }
 }
 
@@ -242,8 +262,9 @@ impl World {
                 Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
             assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
         }
-        let serve: &[&str] = if setup.interpreter { &with_interpreter } else { &[] };
-        let (core, core_addr) = start_core(&store, dir.path(), serve);
+        let mut serve: Vec<&str> = if setup.interpreter { with_interpreter.clone() } else { Vec::new() };
+        serve.extend_from_slice(setup.core_args);
+        let (core, core_addr) = start_core(&store, dir.path(), &serve);
         let (edge, edge_url) = start_edge(&[&core_addr], dir.path(), setup.edge_args);
         Self { dir, store, core, core_addr, edge: Some(edge), edge_url }
     }
@@ -298,9 +319,21 @@ pub fn start_core(store: &Path, log_dir: &Path, extra: &[&str]) -> (Process, Str
 }
 
 pub fn start_core_with_env(store: &Path, log_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Process, String) {
-    let mut command = Command::new(bin("world-core"));
+    start_core_at(&bin("world-core"), "127.0.0.1:0", store, log_dir, extra, env)
+}
+
+/// Starts `program serve` (a `world-core` build) listening on `listen`.
+pub fn start_core_at(
+    program: &Path,
+    listen: &str,
+    store: &Path,
+    log_dir: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Process, String) {
+    let mut command = Command::new(program);
     command.envs(env.iter().copied());
-    command.args(["serve", "--listen", "127.0.0.1:0", "--store"]).arg(store).args(extra);
+    command.args(["serve", "--listen", listen, "--store"]).arg(store).args(extra);
     command.env_remove("WORLD_AILANG_BIN");
     let (process, url) = Process::start(command, "world-core listening on grpc://", log_dir, "core");
     (process, url)

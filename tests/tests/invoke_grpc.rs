@@ -234,7 +234,7 @@ async fn no_interpreter_outlives_a_killed_core() {
     let world = World::published(
         &world_tests::fixture("invoke/transitions.json"),
         10,
-        world_tests::Setup { genesis: true, interpreter: true, edge_args: &[] },
+        world_tests::Setup { genesis: true, interpreter: true, ..Default::default() },
     );
     let token = world.mint("ep1", &["world.apply=world:10"], 3600);
     let mut client = client(&world).await;

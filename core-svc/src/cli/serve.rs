@@ -9,7 +9,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use world_core::archive::{Archive, Interpreter};
 use world_core::capsule::{Capsule, VerifiedInterpreter};
 use world_core::limits::Limits;
-use world_core::store::{LockMode, OpenMode, ServingLock, Store, StoreLocation};
+use world_core::store::{Backend, LockMode, OpenMode, ServingLock, Store, StoreLocation};
 use world_core::subprocess::Slots;
 use world_core::{Core, registry};
 
@@ -31,6 +31,10 @@ pub struct ServeArgs {
     /// required for PostgreSQL).
     #[arg(long, env = "WORLD_ARTIFACTS")]
     artifacts: Option<PathBuf>,
+    /// Episode worktrees live at `<DIR>/<episode>` (created by the operator); effectful
+    /// transitions are served only with it. The store and artifacts must lie outside it.
+    #[arg(long, env = "WORLD_WORKSPACE_ROOT")]
+    workspace_root: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
     /// Serve Prometheus metrics (`GET /metrics`) on this address.
@@ -83,8 +87,13 @@ pub async fn run(args: ServeArgs) -> Outcome {
     let location = parse_location(&args.store)?;
     let store = open_store(&location, OpenMode::CreateIfMissing).await?;
     let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
-    let core =
-        build_core(&store, &location, args.ailang_bin.as_deref(), args.artifacts.as_deref(), args.limits).await?;
+    let options = CoreOptions {
+        ailang_bin: args.ailang_bin.as_deref(),
+        artifacts: args.artifacts.as_deref(),
+        workspace_root: args.workspace_root.as_deref(),
+        limits: args.limits,
+    };
+    let core = build_core(&store, &location, options).await?;
     let listener = TcpListener::bind(args.listen)
         .await
         .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.listen)))?;
@@ -100,25 +109,81 @@ pub async fn run(args: ServeArgs) -> Outcome {
     Ok(())
 }
 
+/// How a core is built.
+#[derive(Default)]
+pub struct CoreOptions<'a> {
+    pub ailang_bin: Option<&'a Path>,
+    pub artifacts: Option<&'a Path>,
+    pub workspace_root: Option<&'a Path>,
+    pub limits: LimitArgs,
+}
+
 /// Archives and pins the interpreter (bootstrapping epoch 1 for its
 /// release) when one is given, and builds the core around the store.
 pub async fn build_core(
     store: &Store,
     location: &StoreLocation,
-    ailang_bin: Option<&Path>,
-    artifacts: Option<&Path>,
-    limits: LimitArgs,
+    options: CoreOptions<'_>,
 ) -> Result<Arc<Core>, Failed> {
+    let CoreOptions { ailang_bin, artifacts, workspace_root, limits } = options;
+    recover(store).await?;
     let Some(binary) = ailang_bin else {
+        if workspace_root.is_some() {
+            tracing::warn!("--workspace-root has no effect without --ailang-bin: there is no coordinator");
+        }
         tracing::warn!("serving without --ailang-bin: there is no coordinator; invocations answer \"not available\"");
         return Ok(Arc::new(Core::new(store.clone(), limits.limits())));
     };
     let limits = limits.limits();
     let slots = Slots::new(limits.max_subprocesses);
     let interpreter = pin_interpreter(store, location, binary, artifacts, &slots).await?;
+    let archive_root = Archive::for_store(location, artifacts).map_err(Failed::refused)?.root().to_path_buf();
     let verified =
         VerifiedInterpreter::open(interpreter).map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
-    Ok(Arc::new(Core::with_coordinator(store.clone(), Capsule { interpreter: verified, slots }, limits)))
+    let effects = match workspace_root {
+        Some(root) => Some(effect_handlers(root, location, &archive_root)?),
+        None => {
+            tracing::info!("serving without --workspace-root: effectful transitions are refused (R8)");
+            None
+        }
+    };
+    let core = Core::with_coordinator(store.clone(), Capsule { interpreter: verified, slots }, limits, effects);
+    world_core::effects::recovery::report_pending(&core.store, &core.metrics)
+        .await
+        .map_err(|e| Failed::fatal(format!("startup failed at recovery: {e}")))?;
+    Ok(Arc::new(core))
+}
+
+/// A SQLite store has one serving core (its serving lock is exclusive), so leases and
+/// running claims found at start are a dead core's: free them now.
+async fn recover(store: &Store) -> Result<(), Failed> {
+    if store.backend() == Backend::Sqlite {
+        let (leases, claims) =
+            store.release_dead_owners().await.map_err(|e| Failed::fatal(format!("startup failed at recovery: {e}")))?;
+        if leases + claims > 0 {
+            tracing::warn!(leases, claims, "recovery: freed the episode leases and claims of a core that stopped");
+        }
+    }
+    Ok(())
+}
+
+/// The effect handlers over `root`, which must hold neither the store nor its artifacts.
+fn effect_handlers(
+    root: &Path,
+    location: &StoreLocation,
+    archive_root: &Path,
+) -> Result<Arc<world_core::effects::handlers::Effects>, Failed> {
+    use world_core::effects::{handlers::Effects, workspace::WorkspaceHandlers, worktree};
+    let mut outside: Vec<&Path> = vec![archive_root];
+    if let Some(path) = location.sqlite_path() {
+        outside.push(path);
+    }
+    let root = worktree::validate_workspace_root(root, &outside)
+        .map_err(|e| Failed::refused(format!("--workspace-root {}: {e}", root.display())))?;
+    let tool = world_core::effects::core_binary_ref()
+        .map_err(|e| Failed::fatal(format!("startup failed at effects: cannot hash this binary: {e}")))?;
+    tracing::info!(root = %root.display(), "serving effects in episode worktrees under the workspace root");
+    Ok(Arc::new(Effects::new(root, WorkspaceHandlers::new(tool))))
 }
 
 /// Archives `binary` next to the store and bootstraps epoch 1 for its release.

@@ -20,7 +20,7 @@ use world_core::store::{LockMode, OpenMode, ServingLock, StoreLocation};
 use world_core::subprocess::Slots;
 use world_model::{Episode, Grant};
 
-use super::serve::{build_core, pin_interpreter, serve_grpc, shutdown_signal};
+use super::serve::{CoreOptions, build_core, pin_interpreter, serve_grpc, shutdown_signal};
 use super::{Failed, Outcome, open_store};
 
 const EPISODE: &str = "demo";
@@ -78,7 +78,8 @@ pub async fn run(args: UpArgs) -> Outcome {
     ensure_session(&store, &episode, &session_file).await?;
 
     let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
-    let core = build_core(&store, &location, Some(&siblings.ailang), None, Default::default()).await?;
+    let core =
+        build_core(&store, &location, CoreOptions { ailang_bin: Some(&siblings.ailang), ..Default::default() }).await?;
     let listener = TcpListener::bind(args.core_listen)
         .await
         .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.core_listen)))?;

@@ -7,6 +7,7 @@
 //! concurrent calls all commit.
 
 mod commit_plan;
+mod effectful;
 mod pure;
 mod reconcile;
 pub mod refusal;
@@ -27,6 +28,8 @@ pub use commit_plan::{INPUT_SEMANTIC_ID, OUTPUT_SEMANTIC_ID, RECORD_SEMANTIC_ID,
 use refusal::Refusal;
 
 use crate::capsule::Runner;
+use crate::effects::episodes::EpisodeTurns;
+use crate::effects::handlers::Effects;
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::registry::RegistryReader;
@@ -67,6 +70,9 @@ pub struct Coordinator {
     /// A world has been selected. Heads only ever move forward, so once seen this stays true
     /// and R7 needs no read per call.
     world_selected: AtomicBool,
+    /// The effect handlers, when the core serves a workspace root.
+    effects: Option<Arc<Effects>>,
+    turns: EpisodeTurns,
 }
 
 /// One validated call on its way through the coordinator.
@@ -92,7 +98,15 @@ impl Coordinator {
             schemas: Default::default(),
             sources: Default::default(),
             world_selected: Default::default(),
+            effects: None,
+            turns: Default::default(),
         }
+    }
+
+    /// Serves effectful transitions with these handlers (without them R8 refuses every one).
+    pub fn with_effects(mut self, effects: Arc<Effects>) -> Self {
+        self.effects = Some(effects);
+        self
     }
 
     pub fn slots_in_use(&self) -> usize {
@@ -227,7 +241,7 @@ impl Coordinator {
         let result = if descriptor.declared_effects.is_empty() {
             self.pure(&running).await
         } else {
-            Err(Refusal::of(FailureCode::EffectsUnsupported))
+            self.effectful(&running).await
         };
         // A commit marks its claim committed inside the commit transaction; only a call that
         // did not commit has a claim to free.

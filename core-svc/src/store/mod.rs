@@ -7,6 +7,7 @@
 mod claims;
 mod commit;
 mod direct;
+mod effects;
 mod error;
 mod journal;
 mod location;
@@ -31,6 +32,7 @@ use script::Script;
 
 pub use claims::Claim;
 pub use commit::Planner;
+pub use effects::{EFFECT_NAMESPACE, PendingIntent};
 pub use error::StoreError;
 pub use location::{StoreLocation, redact_url_password};
 pub use records::{Commit, Committed, LogEntry, Receipt, SessionRow, StoredObject, WorldRow};

@@ -22,10 +22,15 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0002_drop_unread_indexes.sql"),
         postgres: include_str!("../../migrations/postgres/0002_drop_unread_indexes.sql"),
     },
+    Migration {
+        version: 3,
+        sqlite: include_str!("../../migrations/sqlite/0003_effects.sql"),
+        postgres: include_str!("../../migrations/postgres/0003_effects.sql"),
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Brings the store to [`SCHEMA_VERSION`] inside the caller's write
 /// transaction (which already excludes concurrent migrators).

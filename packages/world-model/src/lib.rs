@@ -9,6 +9,8 @@ pub mod quote;
 
 pub mod canonical;
 pub mod credential;
+pub mod effect;
+pub mod effect_plan;
 pub mod failure;
 pub mod grant;
 pub mod hashref;
@@ -21,6 +23,13 @@ pub use canonical::{
     CanonicalError, SourceCanonError, canonical_json, canonical_source, canonical_value, canonicalize,
 };
 pub use credential::{Credential, SessionDenial, mint_token_hex, parse_authorization, resolve_expiry};
+pub use effect::{
+    EffectIntent, EffectOutcome, EffectOutcomeStatus, EffectRecord, RecordLawError, request_payload, seed_grants,
+};
+pub use effect_plan::{
+    AdmittedPlan, ComposeError, EFFECT_PLAN, EffectResult, EffectStatus, Law, PlanLawError, PlannedEffect,
+    admit_finish, admit_plan, compose_output, finish_input, plan_input,
+};
 pub use failure::{Failure, FailureCode};
 pub use grant::{
     AccessTriple, Decision, Denial, Grant, GrantParseError, Selection, decide, grants_allow, select_grant,

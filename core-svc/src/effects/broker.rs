@@ -1,0 +1,175 @@
+//! The effect broker: one planned effect through the grant law, the durable intent (the
+//! debit), the handler, and the durable outcome and record — in that order, so nobody is
+//! told anything about an effect that is not recorded.
+
+use std::time::Duration;
+
+use world_model::{
+    AccessTriple, EffectIntent, EffectOutcome, EffectOutcomeStatus, EffectRecord, EffectStatus, Grant, HashRef,
+    PlannedEffect, effect, request_payload, select_grant,
+};
+
+use super::handlers::{Bound, Effects, HandlerFailure};
+use crate::store::{Store, StoredObject};
+
+/// Provenance of every object the broker writes.
+const PROVENANCE: &str = "host/broker";
+
+/// An effect that ran (or was denied) and whose record is durable.
+#[derive(Debug)]
+pub struct Dispatched {
+    pub status: EffectStatus,
+    pub record: HashRef,
+    /// The handler's output (canonical JSON) when the effect succeeded.
+    pub output: Option<Vec<u8>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    /// Nothing ran and nothing was debited.
+    #[error("the effect was not dispatched: {0}")]
+    NotRun(String),
+    /// The handler ran (or may have), and its outcome could not be made durable.
+    #[error("effect {effect_id} ran but its outcome is not recorded: {cause}")]
+    Unrecorded { effect_id: String, records: Vec<HashRef>, cause: String },
+}
+
+/// One effect of one call.
+pub struct EffectCall<'a> {
+    pub store: &'a Store,
+    pub effects: &'a Effects,
+    pub bound: &'a Bound,
+    pub episode: &'a str,
+    /// The invocation that planned the effect.
+    pub call_id: &'a str,
+    pub effect: &'a PlannedEffect,
+    /// The call's logical time, the same for every request and its commit.
+    pub now: i64,
+    pub handler_timeout: Duration,
+    /// Bounds the writes after the handler: an ended call never strands an executed effect.
+    pub write_budget: Duration,
+}
+
+/// Decides `call.effect` over `ledger` (the session's grants seeded from the episode's
+/// spend) and, when allowed, runs it; the chosen grant is debited once the intent is durable.
+pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Dispatched, DispatchError> {
+    let requirement: &AccessTriple = &call.effect.requirement;
+    let selection = select_grant(ledger, requirement, call.now);
+    let budget_before = selection.grant_index.and_then(|i| ledger.get(i)).map_or(0, |g| g.budget);
+    let request =
+        StoredObject::new(effect::REQUEST, PROVENANCE, request_payload(requirement, call.now, &call.effect.payload));
+    let not_run = |what: &str, cause: &dyn std::fmt::Display| DispatchError::NotRun(format!("{what}: {cause}"));
+
+    let index = match (selection.decision, selection.grant_index) {
+        (world_model::Decision::Allowed { remaining }, Some(index)) => (index, remaining),
+        (decision, _) => {
+            // A denial writes its record only: no request object, no intent, no debit.
+            let record = EffectRecord {
+                effect: requirement.effect.clone(),
+                scope: requirement.scope.clone(),
+                cost: requirement.cost,
+                budget_before,
+                budget_after: budget_before,
+                allowed: false,
+                failed: false,
+                denial: decision.label(),
+                request_ref: request.hash,
+                result_ref: None,
+            };
+            let record = record_object(&record).map_err(|e| not_run("denial record", &e))?;
+            tokio::time::timeout(call.write_budget, call.store.put_objects(&[&record]))
+                .await
+                .map_err(|_| not_run("denial record", &"the write budget ended"))?
+                .map_err(|e| not_run("denial record", &e))?;
+            return Ok(Dispatched { status: EffectStatus::Denied, record: record.hash, output: None });
+        }
+    };
+    let (grant_index, remaining) = index;
+
+    let intent = |ordinal: i64| {
+        let intent = EffectIntent {
+            invocation_id: effect::invocation_id(call.episode, ordinal as u64),
+            episode_id: call.episode.to_owned(),
+            ordinal: ordinal as u64,
+            effect: requirement.effect.clone(),
+            scope: requirement.scope.clone(),
+            cost: requirement.cost,
+            request_ref: request.hash,
+            logical_time: call.now,
+        };
+        StoredObject::new(effect::INTENT, PROVENANCE, intent.payload())
+    };
+    let (ordinal, _) = call
+        .store
+        .append_effect_intent(call.episode, call.call_id, requirement, &request, intent)
+        .await
+        .map_err(|e| not_run("effect intent", &e))?;
+    let effect_id = effect::invocation_id(call.episode, ordinal as u64);
+    crate::fault::point("after-intent");
+    // The intent is the durable debit; this is its in-memory counterpart for the rest of
+    // the call.
+    if let Some(grant) = ledger.get_mut(grant_index) {
+        grant.budget = remaining;
+    }
+
+    let handled = tokio::time::timeout(
+        call.handler_timeout,
+        call.effects.handle(call.bound, &requirement.effect, &requirement.scope, &call.effect.payload),
+    )
+    .await;
+    crate::fault::point("after-handler");
+    let unrecorded = |records: Vec<HashRef>, cause: String| DispatchError::Unrecorded {
+        effect_id: effect_id.clone(),
+        records,
+        cause,
+    };
+    let output = match handled {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(HandlerFailure::Failed(cause))) => Err(cause),
+        // Whether the handler changed anything is unknown: no record, no outcome; the
+        // receipt stays indeterminate and the budget stays debited.
+        Ok(Err(HandlerFailure::Indeterminate(cause))) => return Err(unrecorded(Vec::new(), cause)),
+        Err(_) => return Err(unrecorded(Vec::new(), format!("the handler ran past {:?}", call.handler_timeout))),
+    };
+
+    let result = output.as_ref().ok().map(|bytes| StoredObject::new(effect::RESULT, PROVENANCE, bytes.clone()));
+    let record = EffectRecord {
+        effect: requirement.effect.clone(),
+        scope: requirement.scope.clone(),
+        cost: requirement.cost,
+        budget_before,
+        budget_after: remaining,
+        allowed: true,
+        failed: output.is_err(),
+        denial: String::new(),
+        request_ref: request.hash,
+        result_ref: result.as_ref().map(|r| r.hash),
+    };
+    let record = record_object(&record).map_err(|e| unrecorded(Vec::new(), e.to_string()))?;
+    let outcome = EffectOutcome {
+        invocation_id: effect_id.clone(),
+        status: if output.is_ok() { EffectOutcomeStatus::Succeeded } else { EffectOutcomeStatus::Failed },
+        record_ref: record.hash,
+        logical_time: call.now,
+    };
+    let outcome = StoredObject::new(effect::OUTCOME, PROVENANCE, outcome.payload());
+    let objects: Vec<&StoredObject> = result.iter().chain([&record]).collect();
+    match tokio::time::timeout(call.write_budget, call.store.append_effect_outcome(&effect_id, &objects, &outcome))
+        .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => return Err(unrecorded(Vec::new(), error.to_string())),
+        Err(_) => return Err(unrecorded(Vec::new(), "the outcome write ran past its budget".into())),
+    }
+    match output {
+        Ok(output) => Ok(Dispatched { status: EffectStatus::Ok, record: record.hash, output: Some(output) }),
+        Err(cause) => {
+            tracing::warn!(effect = %effect_id, %cause, "effect failed");
+            Ok(Dispatched { status: EffectStatus::Failed, record: record.hash, output: None })
+        }
+    }
+}
+
+fn record_object(record: &EffectRecord) -> Result<StoredObject, world_model::RecordLawError> {
+    Ok(StoredObject::new(effect::RECORD, PROVENANCE, record.encode()?))
+}

@@ -1,0 +1,73 @@
+//! Which effects an episode can have performed, and by what: the handlers served for an
+//! episode whose worktree exists under the workspace root.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use world_model::Episode;
+
+use super::workspace::WorkspaceHandlers;
+use super::worktree::Worktree;
+
+/// Why a handler did not produce an output.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerFailure {
+    /// The request was refused or the handler failed before changing anything: the effect
+    /// is recorded `failed`.
+    #[error("{0}")]
+    Failed(String),
+    /// Whether the handler changed anything is unknown: the effect stays indeterminate.
+    #[error("{0}")]
+    Indeterminate(String),
+}
+
+/// The handlers of this core, for any episode.
+pub struct Effects {
+    workspace_root: PathBuf,
+    workspace: WorkspaceHandlers,
+}
+
+/// The handlers of one episode: its worktree and the effect names served there.
+pub struct Bound {
+    worktree: Arc<Worktree>,
+}
+
+impl Effects {
+    pub fn new(workspace_root: PathBuf, workspace: WorkspaceHandlers) -> Self {
+        Self { workspace_root, workspace }
+    }
+
+    /// The handlers for `episode`, or none when its worktree is absent, not a directory or
+    /// reached through a symlink (R8 then refuses every effectful call of the episode).
+    pub fn bind(&self, episode: &Episode) -> Option<Bound> {
+        match Worktree::open(&self.workspace_root, episode) {
+            Ok(worktree) => Some(Bound { worktree: Arc::new(worktree) }),
+            Err(error) => {
+                tracing::debug!(%episode, %error, "episode has no worktree; its effects have no handler");
+                None
+            }
+        }
+    }
+
+    /// Whether `effect` has a handler in a bound episode.
+    pub fn handles(&self, effect: &str) -> bool {
+        WorkspaceHandlers::EFFECTS.contains(&effect)
+    }
+
+    /// Performs one effect; blocking file work runs off the async threads.
+    pub async fn handle(
+        &self,
+        bound: &Bound,
+        effect: &str,
+        scope: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, HandlerFailure> {
+        let worktree = Arc::clone(&bound.worktree);
+        let workspace = self.workspace.clone();
+        let (effect, scope, payload) = (effect.to_owned(), scope.to_owned(), payload.to_vec());
+        tokio::task::spawn_blocking(move || workspace.handle(&worktree, &effect, &scope, &payload))
+            .await
+            .map_err(|e| HandlerFailure::Indeterminate(format!("the handler ended abnormally: {e}")))?
+            .map_err(|e| HandlerFailure::Failed(e.to_string()))
+    }
+}

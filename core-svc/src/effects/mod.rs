@@ -1,0 +1,20 @@
+//! Effects: the broker (grant law, durable intent and outcome, the debit), episode turns,
+//! the confined worktree handlers, and recovery at start.
+
+pub mod broker;
+pub mod episodes;
+pub mod handlers;
+pub mod recovery;
+pub mod workspace;
+pub mod worktree;
+
+use world_model::HashRef;
+
+/// The ref of this executable's bytes: the `tool` of every effect it performs itself.
+pub fn core_binary_ref() -> std::io::Result<HashRef> {
+    use std::io::Read;
+    let mut file = std::fs::File::open("/proc/self/exe")?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(HashRef::of(&bytes))
+}

@@ -1,0 +1,196 @@
+//! Effects under crashes and concurrency: a core killed after the effect intent, after the
+//! handler, or before the commit leaves the effect journaled once, debited once, and never
+//! run again; two cores on one PostgreSQL database serialise one episode's effects.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use world_core::store::{OpenMode, Store, StoreLocation};
+use world_proto::v1 as pb;
+use world_proto::v1::invocation_client::InvocationClient;
+use world_tests::{Setup, World, bin, fixture, http};
+
+const TRANSITIONS: usize = 4;
+
+/// The core build with fault points; `tests/run.sh` builds it.
+fn faults_core() -> PathBuf {
+    let path = bin("world-core").with_file_name("world-core-faults");
+    assert!(
+        path.is_file(),
+        "{} is missing: run tests/run.sh, or cargo build -p world-core --features fault-points --bin world-core-faults",
+        path.display()
+    );
+    path
+}
+
+fn workspace() -> PathBuf {
+    let root = tempfile::tempdir().expect("workspace root").keep();
+    std::fs::create_dir(root.join("ep1")).expect("episode worktree");
+    root
+}
+
+fn write_task(task: &str, path: &str) -> String {
+    let plan = json!({"plan":"world/effect-plan/v1","finish":false,"result":null,"effects":[
+        {"id":"e1","effect":"Workspace.Write","scope":"worktree","cost":1,"payload":{"op":"write","path":path,"content":"written"}}]});
+    json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"id":task,"metadata":{"skill_id":"fx.scripted_write"},
+        "message":{"role":"user","parts":[{"type":"data","data":{"plan":plan}}]}}})
+    .to_string()
+}
+
+async fn a2a(world: &World, token: &str, body: String) -> Option<Value> {
+    let response = http()
+        .post(world.url("/a2a/"))
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .ok()?;
+    response.json().await.ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_core_killed_mid_effect_never_runs_it_again_and_debits_it_once() {
+    let faults = faults_core();
+    for (point, ran, receipt) in [
+        ("after-intent", false, "indeterminate"),
+        ("after-handler", true, "indeterminate"),
+        ("before-commit", true, "resolved"),
+    ] {
+        let root = workspace();
+        let root_arg = root.display().to_string();
+        let ailang = bin("ailang").display().to_string();
+        let args = ["--ailang-bin", ailang.as_str(), "--workspace-root", root_arg.as_str()];
+        let mut world = World::published(&fixture("effects/transitions.json"), TRANSITIONS, Setup::default());
+        world.restart_core(&faults, &args, &[("WORLD_FAULT_POINT", point)]);
+        let token = world.mint("ep1", &["Workspace.Write=worktree:5"], 3600);
+
+        let answer = a2a(&world, &token, write_task("crash", "out.txt")).await;
+        assert!(
+            answer.as_ref().is_none_or(|a| a.get("result").is_none()),
+            "{point}: the call cannot succeed: {answer:?}"
+        );
+        world.restart_core(&bin("world-core"), &args, &[]);
+        assert_eq!(root.join("ep1/out.txt").exists(), ran, "{point}: the handler ran only past the intent");
+
+        let store = Store::open(&StoreLocation::Sqlite(world.store.clone()), OpenMode::MustExist).await.expect("store");
+        assert_eq!(store.effect_receipt("effect:ep1:0").await.expect("receipt"), receipt, "{point}");
+        assert_eq!(store.effect_receipt("effect:ep1:1").await.expect("receipt"), "not-started", "{point}: one effect");
+        let spend = store.effect_spend("ep1").await.expect("spend");
+        assert_eq!(spend, vec![("Workspace.Write".to_owned(), "worktree".to_owned(), 1)], "{point}: debited once");
+        if receipt == "indeterminate" {
+            let logged = world.core.stderr();
+            assert!(logged.contains("recovery: effect intent without an outcome"), "{point}: {logged}");
+        }
+
+        // A resend of the task id is spent: it runs nothing, whatever the crash left.
+        let _ = std::fs::remove_file(root.join("ep1/out.txt"));
+        let answer = a2a(&world, &token, write_task("crash", "out.txt")).await.expect("an answer");
+        assert_eq!(
+            answer["error"],
+            json!({"code":-32603,"message":"invocation was not committed; send a new task id"}),
+            "{point}: {answer}"
+        );
+        assert!(!root.join("ep1/out.txt").exists(), "{point}: the effect never runs again");
+        assert_eq!(store.effect_spend("ep1").await.expect("spend")[0].2, 1, "{point}");
+        store.close().await;
+    }
+}
+
+async fn invoke(
+    client: &mut InvocationClient<tonic::transport::Channel>,
+    token: &str,
+    task: &str,
+) -> pb::invoke_reply::Outcome {
+    let mut request = tonic::Request::new(pb::InvokeRequest {
+        surface: "a2a".into(),
+        transition_id: "fx.read".into(),
+        task_id: task.into(),
+        arguments: br#"{"path":"hello.txt"}"#.to_vec(),
+        transition_fn: String::new(),
+    });
+    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().expect("metadata"));
+    client.invoke(request).await.expect("invoke").into_inner().outcome.expect("an outcome")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_cores_on_postgres_serialise_one_episodes_effects() {
+    let admin = std::env::var("WORLD_TEST_POSTGRES_URL")
+        .expect("WORLD_TEST_POSTGRES_URL must name a PostgreSQL server: run tests/run.sh, which starts one");
+    let url = world_tests::fresh_postgres_database(&admin).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let artifacts = dir.path().join("artifacts");
+    let store = PathBuf::from(&url);
+    let root = workspace();
+    std::fs::write(root.join("ep1/hello.txt"), "hello").expect("sample");
+    let serve = world_tests::serve_args(&bin("ailang"), Some(&artifacts));
+    let mut serve: Vec<&str> = serve.iter().map(String::as_str).collect();
+    let (bootstrap, _) = world_tests::start_core(&store, dir.path(), &serve);
+    assert!(bootstrap.terminate().success());
+    world_tests::publish_with(&store, &fixture("effects/transitions.json"), TRANSITIONS, Some(&artifacts));
+    let genesis =
+        std::process::Command::new(bin("world-core")).args(["genesis", "--store", &url]).output().expect("genesis");
+    assert!(genesis.status.success(), "{}", String::from_utf8_lossy(&genesis.stderr));
+    let root_arg = root.display().to_string();
+    serve.extend(["--workspace-root", root_arg.as_str(), "--max-subprocesses", "32"]);
+    let logs_b = dir.path().join("b");
+    std::fs::create_dir_all(&logs_b).expect("logs");
+    let (_a, a_addr) = world_tests::start_core(&store, dir.path(), &serve);
+    let (_b, b_addr) = world_tests::start_core(&store, &logs_b, &serve);
+    let token = world_tests::mint(&store, "ep1", &["Workspace.Read=worktree:60"], 3600);
+
+    let a = InvocationClient::connect(format!("http://{a_addr}")).await.expect("core a");
+    let b = InvocationClient::connect(format!("http://{b_addr}")).await.expect("core b");
+    let calls = (0..100).map(|i| {
+        let mut client = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let token = token.clone();
+        async move { invoke(&mut client, &token, &format!("pg-{i}")).await }
+    });
+    let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
+    for outcome in futures::future::join_all(calls).await {
+        let status = match outcome {
+            pb::invoke_reply::Outcome::Invoked(invoked) => {
+                let output: Value = serde_json::from_slice(&invoked.output).expect("output JSON");
+                output["world"]["effects"][0]["status"].as_str().unwrap_or("?").to_owned()
+            }
+            pb::invoke_reply::Outcome::Failure(failure) => format!("failure:{}", failure.code),
+        };
+        *statuses.entry(status).or_default() += 1;
+    }
+    assert_eq!(statuses, BTreeMap::from([("denied".to_owned(), 40), ("ok".to_owned(), 60)]));
+
+    let pg = Store::open(&StoreLocation::Postgres(url.clone()), OpenMode::MustExist).await.expect("store");
+    assert_eq!(pg.effect_spend("ep1").await.expect("spend")[0].2, 60, "each allowed effect debited once");
+    journal_is_gapless_and_serial(&url).await;
+    pg.close().await;
+}
+
+/// Ordinals 0..n with no gap, and each effect's intent directly followed by its outcome
+/// in the journal: no other effect of the episode started in between.
+async fn journal_is_gapless_and_serial(url: &str) {
+    use sqlx::Row;
+    let pool = sqlx::postgres::PgPool::connect(url).await.expect("connect");
+    let ordinals: Vec<i64> = sqlx::query("SELECT ordinal FROM effect_intents WHERE episode = 'ep1' ORDER BY ordinal")
+        .fetch_all(&pool)
+        .await
+        .expect("ordinals")
+        .iter()
+        .map(|row| row.get("ordinal"))
+        .collect();
+    assert_eq!(ordinals, (0..60).collect::<Vec<i64>>());
+    let rows: Vec<(String, String)> =
+        sqlx::query("SELECT invocation_id, kind FROM journal WHERE invocation_id LIKE 'effect:ep1:%' ORDER BY seq")
+            .fetch_all(&pool)
+            .await
+            .expect("journal")
+            .iter()
+            .map(|row| (row.get("invocation_id"), row.get("kind")))
+            .collect();
+    assert_eq!(rows.len(), 120);
+    for pair in rows.chunks(2) {
+        assert_eq!((pair[0].1.as_str(), pair[1].1.as_str()), ("intent", "outcome"), "{pair:?}");
+        assert_eq!(pair[0].0, pair[1].0, "an effect's outcome follows its own intent: {pair:?}");
+    }
+    pool.close().await;
+}
