@@ -1,13 +1,16 @@
 //! World's domain model: the types and rules every World process agrees on — content
-//! addresses, the one canonical JSON encoding, grants and the grant law, identifier grammars,
-//! MCP tool-name escaping, session credentials and the failure table.
+//! addresses, the one canonical JSON encoding, grants and the grant law, budgets, the effect
+//! plan law and output composition, the broker's objects and the effect journal, identifier
+//! grammars, MCP tool-name escaping, session credentials and the failure table.
 //!
 //! Everything here is pure: no I/O, no clock, no randomness. Callers pass in the time and the
 //! random bytes, so each rule is a plain function pinned by table tests.
 
 pub mod quote;
 
+pub mod budget;
 pub mod canonical;
+mod canonical_parts;
 pub mod credential;
 pub mod effect;
 pub mod effect_plan;
@@ -19,16 +22,18 @@ pub mod ledger;
 pub mod mcp_name;
 pub mod registry;
 
+pub use budget::{BudgetLedger, DebitError, seed_grants};
 pub use canonical::{
     CanonicalError, SourceCanonError, canonical_json, canonical_source, canonical_value, canonicalize,
 };
 pub use credential::{Credential, SessionDenial, mint_token_hex, parse_authorization, resolve_expiry};
 pub use effect::{
-    EffectIntent, EffectOutcome, EffectOutcomeStatus, EffectRecord, RecordLawError, request_payload, seed_grants,
+    EffectIntent, EffectJournalError, EffectOutcome, EffectOutcomeStatus, EffectRecord, RecordLawError,
+    invocation_id as effect_invocation_id, parse_invocation_id as parse_effect_invocation_id, request_payload,
 };
 pub use effect_plan::{
     AdmittedPlan, ComposeError, EFFECT_PLAN, EffectResult, EffectStatus, Law, PlanLawError, PlannedEffect,
-    admit_finish, admit_plan, compose_output, finish_input, plan_input,
+    admit_finish, admit_plan, compose_output, finish_input, plan_input, world_block,
 };
 pub use failure::{Failure, FailureCode};
 pub use grant::{
