@@ -521,3 +521,439 @@ fn canonical_output(id: &str, output: &[u8]) -> Result<Vec<u8>, ComposeError> {
 fn json_string(text: &str) -> Vec<u8> {
     crate::canonical::canonical_value(&serde_json::Value::String(text.to_owned()))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn declared() -> Vec<AccessTriple> {
+        ["Workspace.Read", "Workspace.Write"]
+            .map(|effect| AccessTriple { effect: effect.into(), scope: "worktree".into(), cost: 1 })
+            .to_vec()
+    }
+
+    fn read(id: &str) -> Value {
+        json!({"id": id, "effect": "Workspace.Read", "scope": "worktree", "cost": 1, "payload": {"op": "read", "path": "a"}})
+    }
+
+    fn plan(effects: Value, finish: bool, result: Value) -> Value {
+        json!({"plan": EFFECT_PLAN, "effects": effects, "finish": finish, "result": result})
+    }
+
+    /// `value` with the member at `pointer` set (added when absent).
+    fn with(mut value: Value, pointer: &str, replacement: Value) -> Value {
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        value.pointer_mut(parent).and_then(Value::as_object_mut).unwrap().insert(key.into(), replacement);
+        value
+    }
+
+    fn without(mut value: Value, key: &str) -> Value {
+        value.as_object_mut().map(|object| object.remove(key));
+        value
+    }
+
+    fn one(effect: Value) -> Value {
+        plan(json!([effect]), false, Value::Null)
+    }
+
+    fn bytes(value: &Value) -> Vec<u8> {
+        serde_json::to_vec(value).unwrap()
+    }
+
+    /// One row per law and reason of §3.5.1, in the law's check order. Each row is refused
+    /// with exactly this law and message.
+    #[test]
+    fn every_plan_law_refuses_with_its_law_and_reason() {
+        let big = "x".repeat(MAX_PAYLOAD);
+        let rows: Vec<(&str, Vec<u8>, Law, &str)> = vec![
+            ("not json", b"{\"plan\":".to_vec(), Law::Shape, "the plan is not canonicalisable JSON: canonical JSON: unexpected end of input at byte 8; expected a JSON value"),
+            ("over 4 MiB raw", vec![b' '; MAX_PHASE_OUTPUT + 1], Law::Shape, "the plan is not canonicalisable JSON: canonical JSON: input is 4194305 bytes; at most 4194304 are allowed here"),
+            ("duplicate member", b"{\"plan\":1,\"plan\":2}".to_vec(), Law::Shape, "the plan is not canonicalisable JSON: canonical JSON: duplicate object member name \"plan\" at byte 10"),
+            ("not an object", b"[]".to_vec(), Law::Shape, "the plan must be a JSON object, not an array"),
+            ("world before the key set", bytes(&json!({"world": {}})), Law::L6, "the plan has a top-level \"world\" key; World adds the world block itself"),
+            ("world beside the keys", bytes(&with(plan(json!([]), false, json!({})), "/world", json!(1))), Law::L6, "the plan has a top-level \"world\" key; World adds the world block itself"),
+            ("missing key", bytes(&without(plan(json!([]), false, json!({})), "result")), Law::Shape, "the plan must have exactly the keys effects, finish, plan, result; missing result"),
+            ("extra key", bytes(&json!({"plan": EFFECT_PLAN, "effects": [], "finish": false, "result": {}, "note": 1})), Law::Shape, "the plan must have exactly the keys effects, finish, plan, result; unexpected \"note\""),
+            ("wrong plan version", bytes(&with(plan(json!([]), false, json!({})), "/plan", json!("world/effect-plan/v2"))), Law::Shape, "plan must be the string \"world/effect-plan/v1\", not \"world/effect-plan/v2\""),
+            ("plan not a string", bytes(&with(plan(json!([]), false, json!({})), "/plan", json!(1))), Law::Shape, "plan must be the string \"world/effect-plan/v1\", not 1"),
+            ("finish not a boolean", bytes(&with(plan(json!([]), false, json!({})), "/finish", json!("yes"))), Law::Shape, "finish must be a boolean, not a string"),
+            ("effects not an array", bytes(&with(plan(json!([]), false, json!({})), "/effects", json!({}))), Law::Shape, "effects must be an array, not an object"),
+            ("L1 two effects", bytes(&plan(json!([read("a"), read("b")]), false, Value::Null)), Law::L1, "the plan requests 2 effects; at most 1 is allowed"),
+            ("L1 before the effects' shape", bytes(&plan(json!([1, 2]), false, Value::Null)), Law::L1, "the plan requests 2 effects; at most 1 is allowed"),
+            ("effect not an object", bytes(&plan(json!(["e1"]), false, Value::Null)), Law::Shape, "effects[0] must be a JSON object, not a string"),
+            ("effect missing a key", bytes(&one(without(read("e1"), "scope"))), Law::Shape, "effects[0] must have exactly the keys cost, effect, id, payload, scope; missing scope"),
+            ("effect with an extra key", bytes(&one(with(read("e1"), "/after", json!("e0")))), Law::Shape, "effects[0] must have exactly the keys cost, effect, id, payload, scope; unexpected \"after\""),
+            ("id not a string", bytes(&one(with(read("e1"), "/id", json!(1)))), Law::Shape, "effects[0].id must be a string, not a number"),
+            ("effect not a string", bytes(&one(with(read("e1"), "/effect", Value::Null))), Law::Shape, "effects[0].effect must be a string, not null"),
+            ("scope not a string", bytes(&one(with(read("e1"), "/scope", json!(["worktree"])))), Law::Shape, "effects[0].scope must be a string, not an array"),
+            ("cost a fraction", b"{\"plan\":\"world/effect-plan/v1\",\"effects\":[{\"id\":\"e1\",\"effect\":\"Workspace.Read\",\"scope\":\"worktree\",\"cost\":1.5,\"payload\":{}}],\"finish\":false,\"result\":null}".to_vec(), Law::Shape, "effects[0].cost must be an integer, not 1.5"),
+            ("cost a string", bytes(&one(with(read("e1"), "/cost", json!("1")))), Law::Shape, "effects[0].cost must be an integer, not \"1\""),
+            ("cost beyond i64", b"{\"plan\":\"world/effect-plan/v1\",\"effects\":[{\"id\":\"e1\",\"effect\":\"Workspace.Read\",\"scope\":\"worktree\",\"cost\":1e19,\"payload\":{}}],\"finish\":false,\"result\":null}".to_vec(), Law::Shape, "effects[0].cost 10000000000000000000 is outside the 64-bit integer range"),
+            ("L2 upper case id", bytes(&one(read("E1"))), Law::L2, "effect id \"E1\" must be 1 to 16 characters of a-z and 0-9"),
+            ("L2 empty id", bytes(&one(read(""))), Law::L2, "effect id \"\" must be 1 to 16 characters of a-z and 0-9"),
+            ("L2 id of 17", bytes(&one(read("abcdefghijklmnopq"))), Law::L2, "effect id \"abcdefghijklmnopq\" must be 1 to 16 characters of a-z and 0-9"),
+            ("L2 id with a dash", bytes(&one(read("e-1"))), Law::L2, "effect id \"e-1\" must be 1 to 16 characters of a-z and 0-9"),
+            ("L2 before L4", bytes(&one(with(read("E1"), "/payload", json!([])))), Law::L2, "effect id \"E1\" must be 1 to 16 characters of a-z and 0-9"),
+            ("L4 payload not an object", bytes(&one(with(read("e1"), "/payload", json!("read a")))), Law::L4, "the payload of effect e1 must be a JSON object, not a string"),
+            ("L4 object before L3", bytes(&one(with(with(read("e1"), "/payload", json!([])), "/cost", json!(2)))), Law::L4, "the payload of effect e1 must be a JSON object, not an array"),
+            ("L3 undeclared cost", bytes(&one(with(read("e1"), "/cost", json!(2)))), Law::L3, "effect e1 (Workspace.Read, worktree, 2) is not declared; the transition declares (Workspace.Read, worktree, 1), (Workspace.Write, worktree, 1)"),
+            ("L3 undeclared scope", bytes(&one(with(read("e1"), "/scope", json!("repo")))), Law::L3, "effect e1 (Workspace.Read, repo, 1) is not declared; the transition declares (Workspace.Read, worktree, 1), (Workspace.Write, worktree, 1)"),
+            ("L3 before L4 size", bytes(&one(with(with(read("e1"), "/cost", json!(0)), "/payload", json!({"text": big})))), Law::L3, "effect e1 (Workspace.Read, worktree, 0) is not declared; the transition declares (Workspace.Read, worktree, 1), (Workspace.Write, worktree, 1)"),
+            ("L4 payload over 1 MiB", bytes(&one(with(read("e1"), "/payload", json!({"text": big})))), Law::L4, "the payload of effect e1 is 1048587 canonical bytes; at most 1048576 are allowed"),
+            ("L7 result not null or object", bytes(&plan(json!([]), false, json!("refused"))), Law::L7, "result must be null or a JSON object, not a string"),
+            ("L7 no effects and no result", bytes(&plan(json!([]), false, Value::Null)), Law::L7, "a plan without effects must carry a result object: it is what the caller receives"),
+            ("L7 effects and a result", bytes(&plan(json!([read("e1")]), false, json!({}))), Law::L7, "a plan with effects must have a null result: the effect's output or the finish phase makes the body"),
+            ("L7 finish without effects", bytes(&plan(json!([]), true, json!({}))), Law::L7, "finish is true but the plan has no effect whose results it could finish"),
+            ("L6 world in the result", bytes(&plan(json!([]), false, json!({"ok": false, "world": 1}))), Law::L6, "the result has a top-level \"world\" key; World adds the world block itself"),
+        ];
+        for (name, raw, law, reason) in rows {
+            let error = admit_plan(&raw, &declared()).expect_err(name);
+            assert_eq!((error.law, error.reason.as_str()), (law, reason), "{name}");
+            assert_eq!(error.to_string(), format!("plan law {law}: {reason}"), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_transition_without_declared_effects_is_told_so() {
+        let error = admit_plan(&bytes(&one(read("e1"))), &[]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "plan law L3: effect e1 (Workspace.Read, worktree, 1) is not declared; the transition declares no effects"
+        );
+    }
+
+    #[test]
+    fn an_admitted_plan_keeps_canonical_bytes_of_the_plan_its_payload_and_its_result() {
+        let raw = br#" { "result" : null, "plan" : "world/effect-plan/v1", "finish" : true,
+            "effects" : [ { "payload" : { "path" : "a", "op" : "read" }, "cost" : 1.0, "scope" : "worktree",
+            "id" : "e1", "effect" : "Workspace.Read" } ] } "#;
+        let plan = admit_plan(raw, &declared()).unwrap();
+        assert_eq!(
+            String::from_utf8(plan.canonical).unwrap(),
+            r#"{"effects":[{"cost":1,"effect":"Workspace.Read","id":"e1","payload":{"op":"read","path":"a"},"scope":"worktree"}],"finish":true,"plan":"world/effect-plan/v1","result":null}"#
+        );
+        assert!(plan.finish);
+        assert_eq!(plan.result, None);
+        assert_eq!(
+            plan.effects,
+            vec![PlannedEffect {
+                id: "e1".into(),
+                requirement: declared()[0].clone(),
+                payload: br#"{"op":"read","path":"a"}"#.to_vec(),
+            }]
+        );
+
+        let refusal = admit_plan(
+            br#"{"effects":[],"finish":false,"plan":"world/effect-plan/v1","result":{"ok":false, "why":"no"}}"#,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(refusal.effects, Vec::new());
+        assert_eq!(refusal.result.as_deref(), Some(&br#"{"ok":false,"why":"no"}"#[..]));
+    }
+
+    #[test]
+    fn a_payload_at_the_size_limit_and_deeply_nested_is_admitted() {
+        // {"t":"…"} is 8 bytes around the text.
+        let exact = one(with(read("e1"), "/payload", json!({"t": "x".repeat(MAX_PAYLOAD - 8)})));
+        assert_eq!(admit_plan(&bytes(&exact), &declared()).unwrap().effects[0].payload.len(), MAX_PAYLOAD);
+        // Deeper than serde_json's own limit of 128, within the canonical parser's 500.
+        let deep = format!("{}1{}", "[".repeat(400), "]".repeat(400));
+        let raw = format!(
+            r#"{{"effects":[{{"cost":1,"effect":"Workspace.Read","id":"e1","payload":{{"d":{deep}}},"scope":"worktree"}}],"finish":false,"plan":"world/effect-plan/v1","result":null}}"#
+        );
+        assert!(admit_plan(raw.as_bytes(), &declared()).is_ok());
+    }
+
+    #[test]
+    fn the_finish_law_refuses_with_its_law_and_reason() {
+        let rows: Vec<(&str, &[u8], Law, &str)> = vec![
+            (
+                "not json",
+                b"{",
+                Law::Shape,
+                "the finish output is not canonicalisable JSON: canonical JSON: unexpected end of input at byte 1; expected a member name string",
+            ),
+            ("not an object", b"[1]", Law::L6, "the finish output must be a JSON object, not an array"),
+            ("a string", b"\"done\"", Law::L6, "the finish output must be a JSON object, not a string"),
+            (
+                "effects key",
+                br#"{"effects":[]}"#,
+                Law::L6,
+                "the finish output has a top-level \"effects\" key; World adds the world block itself",
+            ),
+            (
+                "world key",
+                br#"{"world":{}}"#,
+                Law::L6,
+                "the finish output has a top-level \"world\" key; World adds the world block itself",
+            ),
+            (
+                "both, effects first",
+                br#"{"world":1,"effects":1}"#,
+                Law::L6,
+                "the finish output has a top-level \"effects\" key; World adds the world block itself",
+            ),
+        ];
+        for (name, raw, law, reason) in rows {
+            let error = admit_finish(raw).expect_err(name);
+            assert_eq!((error.law, error.reason.as_str()), (law, reason), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_admitted_finish_output_is_canonical_and_admitting_it_again_changes_nothing() {
+        let admitted =
+            admit_finish(br#" { "summary" : "read 1.50 lines", "n" : 1.50, "nested": {"world": 1} } "#).unwrap();
+        assert_eq!(admitted, br#"{"n":1.5,"nested":{"world":1},"summary":"read 1.50 lines"}"#);
+        assert_eq!(admit_finish(&admitted).unwrap(), admitted);
+    }
+
+    fn record(name: &str) -> HashRef {
+        HashRef::of(name.as_bytes())
+    }
+
+    fn result(id: &str, status: EffectStatus, output: Option<&str>) -> EffectResult {
+        EffectResult {
+            id: id.into(),
+            effect: "Workspace.Read".into(),
+            status,
+            record: record(id),
+            output: output.map(|o| o.as_bytes().to_vec()),
+        }
+    }
+
+    #[test]
+    fn the_phase_inputs_are_canonical_calling_convention_v2() {
+        let args = br#"{"path":"a"}"#;
+        assert_eq!(plan_input(args), br#"{"args":{"path":"a"},"phase":"plan"}"#);
+        let results = [result("e1", EffectStatus::Ok, Some(r#"{ "ok": true, "content": "hi\u0021" }"#))];
+        let input = finish_input(args, &results).unwrap();
+        let expected = format!(
+            r#"{{"args":{{"path":"a"}},"phase":"finish","results":[{{"effect":"Workspace.Read","id":"e1","output":{{"content":"hi!","ok":true}},"record":"{}","status":"ok"}}]}}"#,
+            record("e1")
+        );
+        assert_eq!(String::from_utf8(input.clone()).unwrap(), expected);
+        assert_eq!(canonicalize(&input, usize::MAX).unwrap(), input);
+
+        for status in [EffectStatus::Denied, EffectStatus::Failed] {
+            let input = finish_input(b"{}", &[result("e1", status, None)]).unwrap();
+            let expected = format!(
+                r#"{{"args":{{}},"phase":"finish","results":[{{"effect":"Workspace.Read","id":"e1","output":null,"record":"{}","status":"{status}"}}]}}"#,
+                record("e1")
+            );
+            assert_eq!(String::from_utf8(input).unwrap(), expected);
+        }
+    }
+
+    #[test]
+    fn a_finish_input_refuses_a_handler_output_that_is_not_json() {
+        let error = finish_input(b"{}", &[result("e1", EffectStatus::Ok, Some("{oops"))]).unwrap_err();
+        assert!(matches!(&error, ComposeError::OutputNotJson { id, .. } if id == "e1"), "{error}");
+        assert!(error.to_string().starts_with("the output of effect e1 is not JSON: canonical JSON:"), "{error}");
+    }
+
+    #[test]
+    fn effect_statuses_use_their_wire_words() {
+        for (status, word) in [
+            (EffectStatus::Ok, "ok"),
+            (EffectStatus::Failed, "failed"),
+            (EffectStatus::Denied, "denied"),
+            (EffectStatus::Skipped, "skipped"),
+        ] {
+            assert_eq!((status.as_str(), status.to_string()), (word, word.to_owned()));
+            assert_eq!(EffectStatus::parse(word), Some(status));
+        }
+        assert_eq!(EffectStatus::parse("OK"), None);
+    }
+
+    fn admitted(value: Value) -> AdmittedPlan {
+        admit_plan(&bytes(&value), &declared()).unwrap()
+    }
+
+    #[test]
+    fn composition_makes_the_body_and_adds_the_world_block() {
+        let plan_ref = HashRef::of(b"plan");
+        let r = record("e1");
+        let block = |status: &str| {
+            format!(r#"{{"effects":[{{"id":"e1","record":"{r}","status":"{status}"}}],"plan":"{plan_ref}"}}"#)
+        };
+        let rows: Vec<(&str, AdmittedPlan, Vec<EffectResult>, Option<&[u8]>, String)> = vec![
+            (
+                "zero effects: the plan's result",
+                admitted(plan(json!([]), false, json!({"ok": false, "refused": "no"}))),
+                vec![],
+                None,
+                format!(r#"{{"ok":false,"refused":"no","world":{{"effects":[],"plan":"{plan_ref}"}}}}"#),
+            ),
+            (
+                "ok, no finish: the handler's output, canonicalised",
+                admitted(one(read("e1"))),
+                vec![result("e1", EffectStatus::Ok, Some(r#"{"tool":"t", "ok":true, "content":"a"}"#))],
+                None,
+                format!(r#"{{"content":"a","ok":true,"tool":"t","world":{}}}"#, block("ok")),
+            ),
+            (
+                "ok, no finish: world sorts among the output's keys",
+                admitted(one(read("e1"))),
+                vec![result("e1", EffectStatus::Ok, Some(r#"{"zeta":1,"é":2,"a\"b":3,"worlds":4}"#))],
+                None,
+                format!(r#"{{"a\"b":3,"world":{},"worlds":4,"zeta":1,"é":2}}"#, block("ok")),
+            ),
+            (
+                "denied, no finish: an empty body",
+                admitted(one(read("e1"))),
+                vec![result("e1", EffectStatus::Denied, None)],
+                None,
+                format!(r#"{{"world":{}}}"#, block("denied")),
+            ),
+            (
+                "failed, no finish: an empty body",
+                admitted(one(read("e1"))),
+                vec![result("e1", EffectStatus::Failed, None)],
+                None,
+                format!(r#"{{"world":{}}}"#, block("failed")),
+            ),
+            (
+                "finish: the finish output, law-checked and canonicalised",
+                admitted(plan(json!([read("e1")]), true, Value::Null)),
+                vec![result("e1", EffectStatus::Ok, Some(r#"{"content":"a"}"#))],
+                Some(br#"{ "summary": "1 line" }"#),
+                format!(r#"{{"summary":"1 line","world":{}}}"#, block("ok")),
+            ),
+            (
+                "finish after a denial",
+                admitted(plan(json!([read("e1")]), true, Value::Null)),
+                vec![result("e1", EffectStatus::Denied, None)],
+                Some(br#"{"ok":false}"#),
+                format!(r#"{{"ok":false,"world":{}}}"#, block("denied")),
+            ),
+        ];
+        for (name, plan, results, finish, expected) in rows {
+            let output = compose_output(&plan, &plan_ref, &results, finish, 1 << 20).expect(name);
+            assert_eq!(String::from_utf8(output.clone()).unwrap(), expected, "{name}");
+            assert_eq!(canonicalize(&output, usize::MAX).unwrap(), output, "{name}: canonical");
+        }
+    }
+
+    #[test]
+    fn composition_refuses_with_its_reason() {
+        let plan_ref = HashRef::of(b"plan");
+        let read_plan = admitted(one(read("e1")));
+        let finish_plan = admitted(plan(json!([read("e1")]), true, Value::Null));
+        let ok = |output: &str| vec![result("e1", EffectStatus::Ok, Some(output))];
+        let rows: Vec<(&str, &AdmittedPlan, Vec<EffectResult>, Option<&[u8]>, &str)> = vec![
+            (
+                "handler output an array",
+                &read_plan,
+                ok("[1]"),
+                None,
+                "the output of effect e1 is not a JSON object: it is an array",
+            ),
+            (
+                "handler output not JSON",
+                &read_plan,
+                ok("{"),
+                None,
+                "the output of effect e1 is not JSON: canonical JSON: unexpected end of input at byte 1; expected a member name string",
+            ),
+            (
+                "handler output with world (L6)",
+                &read_plan,
+                ok(r#"{"world":1}"#),
+                None,
+                "plan law L6: the output has a top-level \"world\" key; World adds the world block itself",
+            ),
+            (
+                "finish output with world (L6)",
+                &finish_plan,
+                ok("{}"),
+                Some(br#"{"world":1}"#),
+                "plan law L6: the finish output has a top-level \"world\" key; World adds the world block itself",
+            ),
+            (
+                "finish output with effects (L6)",
+                &finish_plan,
+                ok("{}"),
+                Some(br#"{"effects":[]}"#),
+                "plan law L6: the finish output has a top-level \"effects\" key; World adds the world block itself",
+            ),
+            (
+                "finish output not an object (L6)",
+                &finish_plan,
+                ok("{}"),
+                Some(b"true"),
+                "plan law L6: the finish output must be a JSON object, not a boolean",
+            ),
+            (
+                "finish output not JSON (shape)",
+                &finish_plan,
+                ok("{}"),
+                Some(b"nope"),
+                "plan law shape: the finish output is not canonicalisable JSON: canonical JSON: unexpected \"o\" at byte 1; expected null",
+            ),
+            (
+                "no finish output for a finish plan",
+                &finish_plan,
+                ok("{}"),
+                None,
+                "output composition: the plan asks for a finish phase and no finish output was given",
+            ),
+            (
+                "a finish output without a finish phase",
+                &read_plan,
+                ok("{}"),
+                Some(b"{}"),
+                "output composition: a finish output was given for a plan without a finish phase",
+            ),
+            (
+                "results missing",
+                &read_plan,
+                vec![],
+                None,
+                "output composition: the results [] are not the plan's effects [(\"e1\", \"Workspace.Read\")] in plan order",
+            ),
+            (
+                "results of another effect",
+                &read_plan,
+                vec![result("e2", EffectStatus::Ok, Some("{}"))],
+                None,
+                "output composition: the results [(\"e2\", \"Workspace.Read\")] are not the plan's effects [(\"e1\", \"Workspace.Read\")] in plan order",
+            ),
+            (
+                "ok without an output",
+                &read_plan,
+                vec![result("e1", EffectStatus::Ok, None)],
+                None,
+                "output composition: effect e1 succeeded without an output",
+            ),
+        ];
+        for (name, plan, results, finish, message) in rows {
+            let error = compose_output(plan, &plan_ref, &results, finish, 1 << 20).expect_err(name);
+            assert_eq!(error.to_string(), message, "{name}");
+        }
+    }
+
+    #[test]
+    fn the_composed_output_is_capped_at_the_output_limit() {
+        let plan_ref = HashRef::of(b"plan");
+        let plan = admitted(plan(json!([]), false, json!({"ok": true})));
+        let exact = compose_output(&plan, &plan_ref, &[], None, usize::MAX).unwrap().len();
+        assert_eq!(compose_output(&plan, &plan_ref, &[], None, exact).unwrap().len(), exact);
+        let error = compose_output(&plan, &plan_ref, &[], None, exact - 1).unwrap_err();
+        assert_eq!(error, ComposeError::TooLarge { len: exact, max: exact - 1 });
+        assert_eq!(
+            error.to_string(),
+            format!("the composed output is {exact} bytes; at most {} are allowed", exact - 1)
+        );
+    }
+
+    #[test]
+    fn law_names_are_the_reference_words() {
+        let words: Vec<String> =
+            [Law::Shape, Law::L1, Law::L2, Law::L3, Law::L4, Law::L6, Law::L7].iter().map(Law::to_string).collect();
+        assert_eq!(words, ["shape", "L1", "L2", "L3", "L4", "L6", "L7"]);
+    }
+}
