@@ -769,6 +769,9 @@ mod tests {
         assert_eq!(EffectStatus::parse("OK"), None);
     }
 
+    /// A composition row: name, plan, results, finish output, expected output or message.
+    type Composition<'a, P, E> = (&'a str, P, Vec<EffectResult>, Option<&'a [u8]>, E);
+
     fn admitted(value: Value) -> AdmittedPlan {
         admit_plan(&bytes(&value), &declared()).unwrap()
     }
@@ -780,7 +783,7 @@ mod tests {
         let block = |status: &str| {
             format!(r#"{{"effects":[{{"id":"e1","record":"{r}","status":"{status}"}}],"plan":"{plan_ref}"}}"#)
         };
-        let rows: Vec<(&str, AdmittedPlan, Vec<EffectResult>, Option<&[u8]>, String)> = vec![
+        let rows: Vec<Composition<'_, AdmittedPlan, String>> = vec![
             (
                 "zero effects: the plan's result",
                 admitted(plan(json!([]), false, json!({"ok": false, "refused": "no"}))),
@@ -844,7 +847,7 @@ mod tests {
         let read_plan = admitted(one(read("e1")));
         let finish_plan = admitted(plan(json!([read("e1")]), true, Value::Null));
         let ok = |output: &str| vec![result("e1", EffectStatus::Ok, Some(output))];
-        let rows: Vec<(&str, &AdmittedPlan, Vec<EffectResult>, Option<&[u8]>, &str)> = vec![
+        let rows: Vec<Composition<'_, &AdmittedPlan, &str>> = vec![
             (
                 "handler output an array",
                 &read_plan,
