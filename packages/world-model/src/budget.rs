@@ -82,3 +82,109 @@ impl BudgetLedger {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grant::Denial;
+
+    fn grant(effect: &str, scope: &str, budget: i64) -> Grant {
+        Grant { effect: effect.into(), scope: scope.into(), budget, expires_at: 100 }
+    }
+
+    type Spend = Vec<(String, String, i64)>;
+
+    fn spent(effect: &str, scope: &str, n: i64) -> (String, String, i64) {
+        (effect.into(), scope.into(), n)
+    }
+
+    #[test]
+    fn seeding_reduces_every_grant_of_a_pair_by_the_whole_spend_never_below_zero() {
+        let grants = [
+            grant("Workspace.Read", "worktree", 3),
+            grant("Workspace.Read", "worktree", 5),
+            grant("Workspace.Read", "other", 3),
+            grant("Workspace.Write", "worktree", 1),
+        ];
+        let rows: Vec<(&str, Spend, [i64; 4])> = vec![
+            ("nothing spent", vec![], [3, 5, 3, 1]),
+            ("two reads: both read grants lose 2", vec![spent("Workspace.Read", "worktree", 2)], [1, 3, 3, 1]),
+            (
+                "overspent: floored at zero",
+                vec![spent("Workspace.Read", "worktree", 4), spent("Workspace.Write", "worktree", 9)],
+                [0, 1, 3, 0],
+            ),
+            (
+                "a pair listed twice counts twice",
+                vec![spent("Workspace.Read", "other", 1), spent("Workspace.Read", "other", 1)],
+                [3, 5, 1, 1],
+            ),
+            (
+                "spend on a pair with no grant changes nothing",
+                vec![spent("Workspace.Exec", "worktree", 7)],
+                [3, 5, 3, 1],
+            ),
+            ("a negative spend gives nothing back", vec![spent("Workspace.Read", "worktree", -4)], [3, 5, 3, 1]),
+            (
+                "a saturating spend floors at zero",
+                vec![spent("Workspace.Read", "worktree", i64::MAX), spent("Workspace.Read", "worktree", i64::MAX)],
+                [0, 0, 3, 1],
+            ),
+        ];
+        for (name, spend, budgets) in rows {
+            let seeded = seed_grants(&grants, &spend);
+            assert_eq!(seeded.iter().map(|g| g.budget).collect::<Vec<_>>(), budgets, "{name}");
+            // Only budgets change: the grant order decides which grant is debited.
+            for (before, after) in grants.iter().zip(&seeded) {
+                assert_eq!(Grant { budget: before.budget, ..after.clone() }, *before, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_grant_of_three_allows_three_effects_and_denies_the_fourth_without_a_debit() {
+        let read = AccessTriple { effect: "Workspace.Read".into(), scope: "worktree".into(), cost: 1 };
+        let mut ledger = BudgetLedger::seeded(&[grant("Workspace.Read", "worktree", 3)], &[]);
+        for remaining in [2, 1, 0] {
+            let selection = ledger.decide(&read, 10);
+            assert_eq!(selection.decision, Decision::Allowed { remaining });
+            assert_eq!(ledger.budget_before(&selection), remaining + 1);
+            assert_eq!(ledger.debit_selection(&selection), Some(Ok(())));
+        }
+        let selection = ledger.decide(&read, 10);
+        assert_eq!(selection.decision, Decision::Denied(Denial::Budget));
+        assert_eq!(ledger.budget_before(&selection), 0);
+        assert_eq!(ledger.debit_selection(&selection), None);
+        assert_eq!(ledger.grants()[0].budget, 0);
+
+        // A new call of the same episode sees the durable spend.
+        let reseeded =
+            BudgetLedger::seeded(&[grant("Workspace.Read", "worktree", 3)], &[spent("Workspace.Read", "worktree", 3)]);
+        assert_eq!(reseeded, ledger);
+    }
+
+    #[test]
+    fn a_denial_without_any_grant_has_no_budget_before() {
+        let ledger = BudgetLedger::seeded(&[], &[]);
+        let read = AccessTriple { effect: "Workspace.Read".into(), scope: "worktree".into(), cost: 1 };
+        let selection = ledger.decide(&read, 10);
+        assert_eq!((selection.grant_index, selection.decision), (None, Decision::Denied(Denial::EffectName)));
+        assert_eq!(ledger.budget_before(&selection), 0);
+    }
+
+    #[test]
+    fn only_a_debit_of_an_existing_grant_is_accepted() {
+        let mut ledger = BudgetLedger::seeded(&[grant("Workspace.Read", "worktree", 3)], &[]);
+        assert_eq!(ledger.debit(1, 0), Err(DebitError::NoGrant { index: 1, len: 1 }));
+        assert_eq!(ledger.debit(0, 4), Err(DebitError::OutOfRange { index: 0, budget: 3, remaining: 4 }));
+        assert_eq!(ledger.debit(0, -1), Err(DebitError::OutOfRange { index: 0, budget: 3, remaining: -1 }));
+        assert_eq!(
+            ledger.debit(0, 4).unwrap_err().to_string(),
+            "budget ledger: grant 0 has budget 3; a debit to 4 is not within 0..=3"
+        );
+        assert_eq!(ledger.grants()[0].budget, 3);
+        assert_eq!(ledger.debit(0, 3), Ok(()));
+        assert_eq!(ledger.debit(0, 0), Ok(()));
+        assert_eq!(ledger.grants()[0].budget, 0);
+    }
+}

@@ -405,3 +405,368 @@ impl EffectOutcome {
         Ok(EffectOutcome { invocation_id: wire.invocation_id, status, record_ref, logical_time: wire.logical_time })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read() -> AccessTriple {
+        AccessTriple { effect: "Workspace.Read".into(), scope: "worktree".into(), cost: 1 }
+    }
+
+    fn r(name: &str) -> HashRef {
+        HashRef::of(name.as_bytes())
+    }
+
+    #[test]
+    fn a_request_payload_is_the_length_prefixed_triple_the_time_and_the_payload() {
+        let rows: [(AccessTriple, i64, &[u8], &[u8]); 3] = [
+            (
+                read(),
+                1_700_000_000,
+                br#"{"op":"read","path":"a"}"#,
+                br#"14:Workspace.Read8:worktree1:1700000000:{"op":"read","path":"a"}"#,
+            ),
+            // Lengths count bytes, not characters.
+            (AccessTriple { effect: "É".into(), scope: "wt:1".into(), cost: 0 }, 0, b"{}", b"2:\xc3\x894:wt:10:0:{}"),
+            (AccessTriple { effect: String::new(), scope: String::new(), cost: 12 }, -5, b"", b"0:0:12:-5:"),
+        ];
+        for (requirement, now, payload, expected) in rows {
+            assert_eq!(request_payload(&requirement, now, payload), expected, "{requirement:?}");
+        }
+    }
+
+    #[test]
+    fn effect_journal_ids_round_trip_and_nothing_else_parses() {
+        assert_eq!(invocation_id("ep1", 0), "effect:ep1:0");
+        assert_eq!(invocation_id("ep1", 42), "effect:ep1:42");
+        assert_eq!(parse_invocation_id("effect:ep1:42"), Ok(("ep1", 42)));
+        assert_eq!(parse_invocation_id("effect:a:b:7"), Ok(("a:b", 7)));
+        assert_eq!(parse_invocation_id(&invocation_id("ep1", u64::MAX)), Ok(("ep1", u64::MAX)));
+        for id in [
+            "",
+            "effect:",
+            "effect:ep1",
+            "effect:ep1:",
+            "effect::1",
+            "effect:ep1:01",
+            "effect:ep1:-1",
+            "effect:ep1:+1",
+            "effect:ep1:1x",
+            "effect:ep1:18446744073709551616",
+            "a2a:ep1:1",
+            "Effect:ep1:1",
+        ] {
+            let error = parse_invocation_id(id).expect_err(id);
+            assert_eq!(error, EffectJournalError::InvocationId { id: id.to_owned() });
+        }
+        assert_eq!(
+            parse_invocation_id("effect:ep1:01").unwrap_err().to_string(),
+            "effect journal id \"effect:ep1:01\" is not effect:<episode>:<ordinal> (a decimal ordinal without leading zeros)"
+        );
+    }
+
+    #[test]
+    fn the_constructors_obey_the_consistency_law() {
+        let ok = EffectRecord::ok(&read(), 3, r("req"), r("res"));
+        let failed = EffectRecord::failed(&read(), 3, r("req"));
+        let denied = EffectRecord::denied(&read(), 0, Denial::Budget, r("req"));
+        for record in [&ok, &failed, &denied] {
+            assert_eq!(record.check(), Ok(()), "{record:?}");
+        }
+        assert_eq!((ok.budget_after, ok.allowed, ok.failed, ok.result_ref), (2, true, false, Some(r("res"))));
+        assert_eq!((failed.budget_after, failed.allowed, failed.failed, failed.result_ref), (2, true, true, None));
+        assert_eq!(
+            (denied.budget_after, denied.allowed, denied.failed, denied.denial.as_str()),
+            (0, false, false, "denied:budget")
+        );
+    }
+
+    /// One row per clause of the consistency law (§6.1): each breach is refused by `encode`
+    /// and by `decode`, naming the row and the clause.
+    #[test]
+    fn every_breach_of_the_consistency_law_is_refused() {
+        let ok = EffectRecord::ok(&read(), 3, r("req"), r("res"));
+        let failed = EffectRecord::failed(&read(), 3, r("req"));
+        let denied = EffectRecord::denied(&read(), 3, Denial::Scope, r("req"));
+        let rows: Vec<(&str, EffectRecord, &str, &str)> = vec![
+            (
+                "succeeded with a denial",
+                EffectRecord { denial: "denied:budget".into(), ..ok.clone() },
+                "succeeded",
+                "an allowed effect has no denial, not \"denied:budget\"",
+            ),
+            (
+                "succeeded without the debit",
+                EffectRecord { budget_after: 3, ..ok.clone() },
+                "succeeded",
+                "budgetAfter must be budgetBefore 3 minus cost 1, not 3",
+            ),
+            (
+                "succeeded debiting twice",
+                EffectRecord { budget_after: 1, ..ok.clone() },
+                "succeeded",
+                "budgetAfter must be budgetBefore 3 minus cost 1, not 1",
+            ),
+            (
+                "succeeded without a result",
+                EffectRecord { result_ref: None, ..ok.clone() },
+                "succeeded",
+                "a succeeded effect has a resultRef",
+            ),
+            (
+                "succeeded overflowing the debit",
+                EffectRecord { budget_before: i64::MIN, cost: 1, budget_after: i64::MAX, ..ok.clone() },
+                "succeeded",
+                "budgetAfter must be budgetBefore -9223372036854775808 minus cost 1, not 9223372036854775807",
+            ),
+            (
+                "failed with a denial",
+                EffectRecord { denial: "denied:scope".into(), ..failed.clone() },
+                "failed",
+                "an allowed effect has no denial, not \"denied:scope\"",
+            ),
+            (
+                "failed without the debit",
+                EffectRecord { budget_after: 3, ..failed.clone() },
+                "failed",
+                "budgetAfter must be budgetBefore 3 minus cost 1, not 3",
+            ),
+            (
+                "failed with a result",
+                EffectRecord { result_ref: Some(r("res")), ..failed.clone() },
+                "failed",
+                "a failed effect has no resultRef",
+            ),
+            (
+                "denied and failed",
+                EffectRecord { failed: true, ..denied.clone() },
+                "denied",
+                "a denied effect never ran, so it cannot have failed",
+            ),
+            (
+                "denied without a label",
+                EffectRecord { denial: String::new(), ..denied.clone() },
+                "denied",
+                "a denied effect names its denial",
+            ),
+            (
+                "denied with a debit",
+                EffectRecord { budget_after: 2, ..denied.clone() },
+                "denied",
+                "a denied effect debits nothing: budgetAfter 2 must equal budgetBefore 3",
+            ),
+            (
+                "denied with a result",
+                EffectRecord { result_ref: Some(r("res")), ..denied.clone() },
+                "denied",
+                "a denied effect has no resultRef",
+            ),
+        ];
+        for (name, record, row, rule) in rows {
+            let expected = RecordLawError::Law { row, rule: rule.to_owned() };
+            assert_eq!(record.encode(), Err(expected.clone()), "{name}");
+            // The same record written by someone else is refused on the way in.
+            let mut wire: serde_json::Value = serde_json::from_slice(&ok.encode().unwrap()).unwrap();
+            wire["budgetBefore"] = record.budget_before.into();
+            wire["budgetAfter"] = record.budget_after.into();
+            wire["cost"] = record.cost.into();
+            wire["allowed"] = record.allowed.into();
+            wire["failed"] = record.failed.into();
+            wire["denial"] = record.denial.clone().into();
+            wire["resultRef"] = HashRef::optional_text(record.result_ref.as_ref()).into();
+            assert_eq!(EffectRecord::decode(&canonical_value(&wire)), Err(expected), "{name}: decode");
+        }
+        assert_eq!(
+            EffectRecord { budget_after: 3, ..ok }.encode().unwrap_err().to_string(),
+            "effect record breaks the consistency law for succeeded effects: budgetAfter must be budgetBefore 3 minus cost 1, not 3"
+        );
+    }
+
+    #[test]
+    fn a_record_encodes_to_exact_canonical_bytes_and_decodes_back() {
+        let (req, res) = (r("req"), r("res"));
+        let rows = [
+            (
+                EffectRecord::ok(&read(), 3, req, res),
+                format!(
+                    r#"{{"allowed":true,"budgetAfter":2,"budgetBefore":3,"cost":1,"denial":"","effect":"Workspace.Read","failed":false,"requestRef":"{req}","resultRef":"{res}","scope":"worktree"}}"#
+                ),
+            ),
+            (
+                EffectRecord::failed(&read(), 3, req),
+                format!(
+                    r#"{{"allowed":true,"budgetAfter":2,"budgetBefore":3,"cost":1,"denial":"","effect":"Workspace.Read","failed":true,"requestRef":"{req}","resultRef":"","scope":"worktree"}}"#
+                ),
+            ),
+            (
+                EffectRecord::denied(&read(), 0, Denial::Budget, req),
+                format!(
+                    r#"{{"allowed":false,"budgetAfter":0,"budgetBefore":0,"cost":1,"denial":"denied:budget","effect":"Workspace.Read","failed":false,"requestRef":"{req}","resultRef":"","scope":"worktree"}}"#
+                ),
+            ),
+        ];
+        for (record, expected) in rows {
+            let bytes = record.encode().unwrap();
+            assert_eq!(String::from_utf8(bytes.clone()).unwrap(), expected);
+            assert_eq!(EffectRecord::decode(&bytes), Ok(record));
+        }
+    }
+
+    #[test]
+    fn decoding_refuses_what_is_not_a_record() {
+        let good: serde_json::Value =
+            serde_json::from_slice(&EffectRecord::failed(&read(), 3, r("req")).encode().unwrap()).unwrap();
+        let edit = |key: &str, value: Option<serde_json::Value>| {
+            let mut wire = good.clone();
+            match value {
+                Some(value) => wire[key] = value,
+                None => {
+                    wire.as_object_mut().map(|o| o.remove(key));
+                }
+            }
+            canonical_value(&wire)
+        };
+        let rows: Vec<(&str, Vec<u8>, &str)> = vec![
+            ("unknown field", edit("note", Some("x".into())), "effect record cannot be decoded: unknown field `note`"),
+            ("missing field", edit("denial", None), "effect record cannot be decoded: missing field `denial`"),
+            (
+                "requestRef not a ref",
+                edit("requestRef", Some("sha256:AB".into())),
+                "effect record cannot be decoded: requestRef: hashref: digest is not lowercase hexadecimal: \"AB\"",
+            ),
+            (
+                "requestRef empty",
+                edit("requestRef", Some("".into())),
+                "effect record cannot be decoded: requestRef: hashref: empty hashref text",
+            ),
+            (
+                "resultRef not a ref",
+                edit("resultRef", Some("nope".into())),
+                "effect record cannot be decoded: resultRef: hashref: missing algorithm tag (expected algo:digest): \"nope\"",
+            ),
+            (
+                "cost not an integer",
+                edit("cost", Some(1.5.into())),
+                "effect record cannot be decoded: invalid type: floating point `1.5`, expected i64",
+            ),
+            (
+                "not JSON",
+                b"{".to_vec(),
+                "effect record cannot be decoded: EOF while parsing an object at line 1 column 1",
+            ),
+        ];
+        // serde_json's own wording continues after these prefixes (expected fields, position).
+        for (name, bytes, message) in rows {
+            let error = EffectRecord::decode(&bytes).unwrap_err().to_string();
+            assert!(error.starts_with(message), "{name}: {error}");
+        }
+    }
+
+    #[test]
+    fn intents_and_outcomes_encode_to_exact_canonical_bytes_and_decode_back() {
+        let req = r("req");
+        let intent = EffectIntent::new("ep1", 0, &read(), req, 1_700_000_000);
+        assert_eq!(intent.invocation_id, "effect:ep1:0");
+        let expected = format!(
+            r#"{{"cost":1,"effect":"Workspace.Read","episodeId":"ep1","invocationId":"effect:ep1:0","logicalTime":1700000000,"ordinal":0,"requestRef":"{req}","scope":"worktree"}}"#
+        );
+        assert_eq!(String::from_utf8(intent.payload()).unwrap(), expected);
+        assert_eq!(EffectIntent::decode(&intent.payload()), Ok(intent));
+
+        let rec = r("record");
+        for (status, word) in [(EffectOutcomeStatus::Succeeded, "succeeded"), (EffectOutcomeStatus::Failed, "failed")] {
+            let outcome =
+                EffectOutcome { invocation_id: "effect:ep1:0".into(), status, record_ref: rec, logical_time: 7 };
+            let expected =
+                format!(r#"{{"invocationId":"effect:ep1:0","logicalTime":7,"recordRef":"{rec}","status":"{word}"}}"#);
+            assert_eq!(String::from_utf8(outcome.payload()).unwrap(), expected);
+            assert_eq!(EffectOutcome::decode(&outcome.payload()), Ok(outcome));
+            assert_eq!(EffectOutcomeStatus::parse(word), Some(status));
+        }
+    }
+
+    #[test]
+    fn journal_decoding_refuses_inconsistent_entries() {
+        let intent = EffectIntent::new("ep1", 3, &read(), r("req"), 1);
+        let edited = |edit: &dyn Fn(&mut serde_json::Value)| {
+            let mut wire: serde_json::Value = serde_json::from_slice(&intent.payload()).unwrap();
+            edit(&mut wire);
+            canonical_value(&wire)
+        };
+        let rows: Vec<(&str, Vec<u8>, &str)> = vec![
+            (
+                "another ordinal",
+                edited(&|w| w["ordinal"] = 4.into()),
+                "effect intent cannot be decoded: invocationId effect:ep1:3 does not name episodeId \"ep1\" and ordinal 4",
+            ),
+            (
+                "another episode",
+                edited(&|w| w["episodeId"] = "ep2".into()),
+                "effect intent cannot be decoded: invocationId effect:ep1:3 does not name episodeId \"ep2\" and ordinal 3",
+            ),
+            (
+                "a commit journal id",
+                edited(&|w| w["invocationId"] = "a2a:ep1:3".into()),
+                "effect journal id \"a2a:ep1:3\" is not effect:<episode>:<ordinal> (a decimal ordinal without leading zeros)",
+            ),
+            (
+                "an empty scope",
+                edited(&|w| w["scope"] = "".into()),
+                "effect intent cannot be decoded: effect and scope must be non-empty",
+            ),
+            (
+                "an unknown field",
+                edited(&|w| w["extra"] = 1.into()),
+                "effect intent cannot be decoded: unknown field `extra`",
+            ),
+            (
+                "a bad requestRef",
+                edited(&|w| w["requestRef"] = "".into()),
+                "effect intent cannot be decoded: requestRef: hashref: empty hashref text",
+            ),
+        ];
+        for (name, bytes, message) in rows {
+            let error = EffectIntent::decode(&bytes).unwrap_err().to_string();
+            assert!(error.starts_with(message), "{name}: {error}");
+        }
+
+        let outcome = EffectOutcome {
+            invocation_id: "effect:ep1:3".into(),
+            status: EffectOutcomeStatus::Failed,
+            record_ref: r("record"),
+            logical_time: 1,
+        };
+        let edited = |edit: &dyn Fn(&mut serde_json::Value)| {
+            let mut wire: serde_json::Value = serde_json::from_slice(&outcome.payload()).unwrap();
+            edit(&mut wire);
+            canonical_value(&wire)
+        };
+        let rows: Vec<(&str, Vec<u8>, &str)> = vec![
+            (
+                "an indeterminate status",
+                edited(&|w| w["status"] = "indeterminate".into()),
+                "effect outcome cannot be decoded: status \"indeterminate\" is neither succeeded nor failed",
+            ),
+            (
+                "a commit journal id",
+                edited(&|w| w["invocationId"] = "rest:x".into()),
+                "effect journal id \"rest:x\" is not effect:<episode>:<ordinal> (a decimal ordinal without leading zeros)",
+            ),
+            (
+                "no recordRef",
+                edited(&|w| w["recordRef"] = "".into()),
+                "effect outcome cannot be decoded: recordRef: hashref: empty hashref text",
+            ),
+            (
+                "a resultRef",
+                edited(&|w| w["resultRef"] = "".into()),
+                "effect outcome cannot be decoded: unknown field `resultRef`",
+            ),
+        ];
+        for (name, bytes, message) in rows {
+            let error = EffectOutcome::decode(&bytes).unwrap_err().to_string();
+            assert!(error.starts_with(message), "{name}: {error}");
+        }
+    }
+}
