@@ -129,7 +129,10 @@ fn value_end(text: &[u8], start: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+    use crate::canonical::canonical_value;
 
     fn names(text: &str) -> Option<Vec<(String, String)>> {
         members(text.as_bytes()).map(|members| {
@@ -168,6 +171,59 @@ mod tests {
         assert!(members(b"{\"a\":1,}").is_none());
         assert!(members(b"{\"a\"}").is_none());
         assert!(string(b"1").is_none());
+    }
+
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            // Quotes, backslashes, brackets, separators and controls inside strings.
+            "[a-z\"\\\\{}\\[\\],:\x00-\x1fé]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map("(world|worlds|wor|[a-zé\"\\\\,:{}\\[\\]]{0,4})", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// The scanner splits canonical text exactly where a full parse would.
+        #[test]
+        fn parts_are_the_canonical_parts_of_the_value(value in json_value()) {
+            let text = canonical_value(&value);
+            match &value {
+                serde_json::Value::Object(object) => {
+                    let mut expected: Vec<(&String, &serde_json::Value)> = object.iter().collect();
+                    expected.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                    let found = members(&text).expect("an object splits");
+                    prop_assert_eq!(found.len(), expected.len());
+                    for (member, (name, item)) in found.iter().zip(expected) {
+                        prop_assert_eq!(&member.name, name);
+                        prop_assert_eq!(member.raw_name, &canonical_value(&serde_json::Value::String(name.clone()))[..]);
+                        prop_assert_eq!(member.value, &canonical_value(item)[..]);
+                    }
+                    prop_assert!(elements(&text).is_none());
+                }
+                serde_json::Value::Array(items) => {
+                    let found = elements(&text).expect("an array splits");
+                    let expected: Vec<Vec<u8>> = items.iter().map(canonical_value).collect();
+                    prop_assert_eq!(found.iter().map(|p| p.to_vec()).collect::<Vec<_>>(), expected);
+                    prop_assert!(members(&text).is_none());
+                }
+                serde_json::Value::String(s) => prop_assert_eq!(string(&text), Some(s.clone())),
+                _ => {
+                    prop_assert!(members(&text).is_none() && elements(&text).is_none() && string(&text).is_none());
+                }
+            }
+        }
     }
 
     #[test]

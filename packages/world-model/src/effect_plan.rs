@@ -953,6 +953,24 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Whatever the body's keys, adding the world block gives exactly the canonical
+        /// encoding of the body with a `world` member.
+        #[test]
+        fn the_world_block_lands_where_canonical_order_puts_it(
+            body in proptest::collection::btree_map("(wor|worlds|worle|x\"|[a-zé]{0,6}|[A-Z]{1,3})", 0u8..3, 0..8)
+        ) {
+            let mut value: serde_json::Map<String, Value> = body.into_iter().map(|(k, v)| (k, json!(v))).collect();
+            value.remove("world");
+            let text = crate::canonical::canonical_value(&Value::Object(value.clone()));
+            let composed = with_world_block(&text, br#"{"plan":"p"}"#).unwrap();
+            value.insert("world".into(), json!({"plan": "p"}));
+            proptest::prop_assert_eq!(composed, crate::canonical::canonical_value(&Value::Object(value)));
+        }
+    }
+
     #[test]
     fn law_names_are_the_reference_words() {
         let words: Vec<String> =
