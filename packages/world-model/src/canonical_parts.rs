@@ -2,10 +2,10 @@
 //! value's kind, a string's text.
 //!
 //! The laws that read plans, finish outputs and handler outputs only look one or two levels
-//! deep, and they read text that `canonicalize` has already accepted. Scanning that text is
-//! exact and cheap, and unlike a second parse through serde_json it has no nesting limit of
-//! its own: a payload nested 400 levels deep, which the canonical parser accepts, is not
-//! refused here for a reason the reference does not have.
+//! deep, and they read text that `canonicalize` has already accepted. Scanning that text
+//! needs no second parser with limits and refusals of its own: whatever the canonical parser
+//! accepted (nesting up to its 500 levels included) splits here, and each part is the exact
+//! canonical text of its value, ready to hash or splice.
 //!
 //! Every function expects canonical bytes (no whitespace, strings escaping only `"`, `\` and
 //! controls) and answers `None` for anything else rather than guessing.

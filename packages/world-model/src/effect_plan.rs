@@ -659,7 +659,7 @@ mod tests {
         // {"t":"…"} is 8 bytes around the text.
         let exact = one(with(read("e1"), "/payload", json!({"t": "x".repeat(MAX_PAYLOAD - 8)})));
         assert_eq!(admit_plan(&bytes(&exact), &declared()).unwrap().effects[0].payload.len(), MAX_PAYLOAD);
-        // Deeper than serde_json's own limit of 128, within the canonical parser's 500.
+        // Deeper than serde_json's limit of 128 for a parsed Value, within the canonical parser's 500.
         let deep = format!("{}1{}", "[".repeat(400), "]".repeat(400));
         let raw = format!(
             r#"{{"effects":[{{"cost":1,"effect":"Workspace.Read","id":"e1","payload":{{"d":{deep}}},"scope":"worktree"}}],"finish":false,"plan":"world/effect-plan/v1","result":null}}"#
