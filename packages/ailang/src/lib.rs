@@ -15,6 +15,7 @@ pub mod loader;
 pub mod parser;
 pub mod stack;
 pub mod stdlib;
+pub mod types;
 pub mod value;
 
 pub use diag::{Diagnostic, Pos};

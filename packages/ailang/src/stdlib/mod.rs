@@ -1,6 +1,7 @@
 //! The standard library, as native modules. Only `std/*` paths exist.
 
 pub mod bytes;
+pub mod catalog;
 pub mod json;
 pub mod list;
 pub mod math;
