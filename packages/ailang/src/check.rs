@@ -599,8 +599,14 @@ impl<'p> Checker<'p> {
                 .collect();
             if let Some(c) = closest(name, candidates.iter().map(|s| s.as_str())) {
                 d = d.with_suggestion(format!("did you mean '{c}'?"));
-            } else if let Some(b) = catalog::BUILTINS.iter().find(|b| &*b.name == &**name && b.module != "prelude") {
-                d = d.with_suggestion(format!("import it: import {} ({})", b.module, b.name));
+            } else {
+                let std_names = catalog::BUILTINS.iter().filter(|b| b.module != "prelude");
+                let exact = std_names.clone().find(|b| b.name == &**name);
+                let near = closest(name, std_names.clone().map(|b| b.name))
+                    .and_then(|n| std_names.clone().find(|b| b.name == n));
+                if let Some(b) = exact.or(near) {
+                    d = d.with_suggestion(format!("import it: import {} ({})", b.module, b.name));
+                }
             }
             self.error(d);
         }

@@ -64,7 +64,7 @@ fn run_here(source: &str, file: &str, entry: &str, args_json: &str) -> Result<St
     let Some(program) = loaded.program else {
         return Err(RunError::Load(errors));
     };
-    errors.extend(check::check_program(&program, file));
+    errors.extend(check::check_module(&program, file, check::Options { full: false }).errors);
     if !errors.is_empty() {
         return Err(RunError::Load(errors));
     }

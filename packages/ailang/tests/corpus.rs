@@ -126,13 +126,13 @@ fn check_json_lists_every_error() {
     assert_eq!(out.code, 1);
     assert_eq!(
         out.stdout,
-        "{\n  \"file\": \"m.ail\",\n  \"passed\": false,\n  \"error_count\": 2,\n  \"errors\": [\n    {\n      \"code\": \"LDR001\",\n      \"message\": \"module not found: world/x\",\n      \"file\": \"m.ail\",\n      \"line\": 2,\n      \"column\": 1\n    },\n    {\n      \"code\": \"TC002\",\n      \"message\": \"unbound variable: zz\",\n      \"file\": \"m.ail\",\n      \"line\": 3,\n      \"column\": 19\n    }\n  ]\n}\n"
+        "{\n  \"file\": \"m.ail\",\n  \"passed\": false,\n  \"error_count\": 2,\n  \"errors\": [\n    {\n      \"code\": \"LDR001\",\n      \"message\": \"module not found: world/x\",\n      \"file\": \"m.ail\",\n      \"line\": 2,\n      \"column\": 1\n    },\n    {\n      \"code\": \"TC002\",\n      \"message\": \"unbound variable: zz\",\n      \"file\": \"m.ail\",\n      \"line\": 3,\n      \"column\": 19\n    }\n  ],\n  \"warnings\": []\n}\n"
     );
     let ok = check("module m\nfunc f() -> int = 1\n", true);
     assert_eq!(ok.code, 0);
     assert_eq!(
         ok.stdout,
-        "{\n  \"file\": \"m.ail\",\n  \"passed\": true,\n  \"error_count\": 0,\n  \"errors\": []\n}\n"
+        "{\n  \"file\": \"m.ail\",\n  \"passed\": true,\n  \"error_count\": 0,\n  \"errors\": [],\n  \"warnings\": []\n}\n"
     );
 }
 
