@@ -10,7 +10,8 @@ fn main() {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
         let mut err = std::io::stderr().lock();
-        let mut stdin = std::io::stdin().lock();
+        // Not locked for the whole run: std/io readLine reads stdin too.
+        let mut stdin = std::io::stdin();
         let mut io = ailang::cli::Io { out: &mut out, err: &mut err, stdin: &mut stdin, relax_env };
         let code = ailang::cli::main(&args, &mut io);
         let _ = out.flush();

@@ -2,6 +2,8 @@
 
 pub mod bytes;
 pub mod catalog;
+pub mod fs;
+pub mod io;
 pub mod json;
 pub mod list;
 pub mod math;
@@ -46,7 +48,7 @@ pub fn arg(args: &[Value], i: usize) -> Value {
 }
 
 pub static MODULES: &[&StdModule] =
-    &[&json::MODULE, &string::MODULE, &list::MODULE, &option::MODULE, &result::MODULE, &bytes::MODULE, &math::MODULE];
+    &[&json::MODULE, &string::MODULE, &list::MODULE, &option::MODULE, &result::MODULE, &bytes::MODULE, &math::MODULE, &io::MODULE, &fs::MODULE];
 
 pub fn module(path: &str) -> Option<&'static StdModule> {
     MODULES.iter().copied().find(|m| m.path == path)
