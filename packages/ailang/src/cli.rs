@@ -23,19 +23,28 @@ const USAGE: &str = "\
 Usage:
   ailang run [flags] <file.ail> [program args...]
   ailang test [--relax-modules] <file.ail>
-  ailang check [--json] [--quiet] [--relax-modules] <file.ail>
+  ailang check [--json] [--quiet] [--relax-modules] <file.ail|dir>
+  ailang builtins list|show <name> [--json]
+  ailang examples list|search <words>|show <name> [--json] [--examples-dir DIR]
+  ailang iface <std/module|file.ail> [--json]
+  ailang prompt [--json]
   ailang --version
 
 Commands:
-  run     call the module's exported entry function and print its result
-  test    run every inline `tests [...]` row and `test \"name\" = e` declaration
-  check   parse and resolve the module (imports, names, constructor arity); never runs code
+  run       type-check the module, call its exported entry function and print the result
+  test      run every inline `tests [...]` row and `test \"name\" = e` declaration
+  check     parse, resolve and type-check (with effects); never runs code
+  builtins  every std function with its module, signature, effect and description
+  examples  the examples corpus (AILANG_EXAMPLES or --examples-dir; default: bundled)
+  iface     the types and functions a std module or a source file exports
+  prompt    a concise guide to writing a transition
 
 Flags for run (all flags go before the file):
   --entry NAME               exported function to call (default main)
   --args-json JSON           the entry's argument as JSON (default null); '-' reads stdin
   --args-file PATH           read the argument JSON from a file
-  --caps LIST                comma-separated capabilities to grant (IO, FS, ...); default none
+  --caps LIST                comma-separated capabilities to grant: IO (std/io), FS (std/fs,
+                             confined to AILANG_FS_SANDBOX or the current directory); default none
   --quiet                    only program output on stdout
   --no-print                 do not print the result (exit code only)
   --max-recursion-depth N    evaluator recursion limit (default 10000)
@@ -54,6 +63,8 @@ pub struct Io<'a> {
     pub stdin: &'a mut dyn Read,
     /// `AILANG_RELAX_MODULES` is set to 1 (or true).
     pub relax_env: bool,
+    /// `AILANG_EXAMPLES`: the examples directory when `--examples-dir` is not given.
+    pub examples_env: Option<String>,
 }
 
 /// Run the CLI on `args` (without the program name) and return the exit code.
@@ -75,6 +86,10 @@ pub fn main(args: &[String], io: &mut Io<'_>) -> i32 {
         "run" => run_command(rest, io),
         "test" => test_command(rest, io),
         "check" => check_command(rest, io),
+        "builtins" => crate::discover::builtins_command(rest, io),
+        "examples" => crate::discover::examples_command(rest, io, io.examples_env.clone()),
+        "iface" => crate::discover::iface_command(rest, io, io.relax_env),
+        "prompt" => crate::discover::prompt_command(rest, io),
         other => {
             let _ = writeln!(io.err, "Error: unknown command '{other}'\n\n{USAGE}");
             2

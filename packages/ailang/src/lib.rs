@@ -9,6 +9,7 @@ pub mod ast;
 pub mod check;
 pub mod cli;
 pub mod diag;
+pub mod discover;
 pub mod eval;
 pub mod lexer;
 pub mod loader;
