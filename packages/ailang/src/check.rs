@@ -548,9 +548,14 @@ impl<'p> Checker<'p> {
             .with_suggestion(format!("declare it in the function's signature: ! {{{label}}}")),
             UnifyError::Class { class, ty } => {
                 let shown = p.show(&ty);
+                let wanted = match class {
+                    NUM => "a number (int or float)",
+                    EQ => "a type that supports ==",
+                    _ => "a type that supports ordering (<, >)",
+                };
                 let mut d = Diagnostic::at(
                     "TC010",
-                    format!("{shown} is not an instance of {}: {what}", class_name(class)),
+                    format!("{shown} is not an instance of {}: expected {wanted}: {what}", class_name(class)),
                     pos,
                 );
                 if class == NUM && shown == "string" {
