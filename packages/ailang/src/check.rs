@@ -865,7 +865,12 @@ impl<'p> Checker<'p> {
                 let ps: Vec<Ty> = args.iter().map(|_| self.s.fresh()).collect();
                 let (r, e) = (self.s.fresh(), self.s.open_row());
                 let f = Ty::Func(ps.clone(), Box::new(r.clone()), Box::new(e.clone()));
-                let _ = self.s.unify(&ft, &f);
+                if !self.expect(&f, &ft, callee.pos, &format!("{shown} is called")) {
+                    for a in args {
+                        self.infer(a);
+                    }
+                    return r;
+                }
                 (ps, r, e)
             }
             other => {
