@@ -1,6 +1,7 @@
 //! Property tests: the lexer, the parser, the checker, the evaluator and the JSON decoder
-//! never panic or hang on any input, a checked program never meets a run-time type error, and encode/decode round-trip what encode writes. Case counts are bounded so the
-//! crate's test run stays short.
+//! never panic or hang on any input, a checked program never meets a run-time type error,
+//! and encode/decode round-trip what encode writes. Case counts and a wall-clock cap bound
+//! the run so the crate's test run stays short.
 
 use ailang::stdlib::json::{DecodeMode, decode, encode};
 use proptest::prelude::*;
