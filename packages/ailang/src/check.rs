@@ -256,7 +256,8 @@ impl<'p> Checker<'p> {
         let result = Ty::Con(type_name.clone(), args);
         let fields: Vec<Ty> = variant.fields.iter().map(|f| self.ty_of(f, &mut tvars, variant.pos, false)).collect();
         let arity = fields.len();
-        let ty = if fields.is_empty() { result } else { Ty::Func(fields, Box::new(result), Box::new(Ty::closed_row())) };
+        let ty =
+            if fields.is_empty() { result } else { Ty::Func(fields, Box::new(result), Box::new(Ty::closed_row())) };
         self.s.level = 0;
         let scheme = self.s.generalize(&ty);
         self.s.level = saved;
@@ -373,7 +374,14 @@ impl<'p> Checker<'p> {
         self.ty_of_depth(te, tvars, pos, report, 0)
     }
 
-    fn ty_of_depth(&mut self, te: &TypeExpr, tvars: &mut HashMap<Name, Ty>, pos: Pos, report: bool, depth: usize) -> Ty {
+    fn ty_of_depth(
+        &mut self,
+        te: &TypeExpr,
+        tvars: &mut HashMap<Name, Ty>,
+        pos: Pos,
+        report: bool,
+        depth: usize,
+    ) -> Ty {
         if depth > 64 || stack::exhausted() {
             return self.s.fresh();
         }
@@ -384,8 +392,10 @@ impl<'p> Checker<'p> {
                 Ty::Tuple(items.iter().map(|i| self.ty_of_depth(i, tvars, pos, report, depth + 1)).collect())
             }
             TypeExpr::Record { fields, open } => {
-                let labels =
-                    fields.iter().map(|(k, t)| (k.clone(), self.ty_of_depth(t, tvars, pos, report, depth + 1))).collect();
+                let labels = fields
+                    .iter()
+                    .map(|(k, t)| (k.clone(), self.ty_of_depth(t, tvars, pos, report, depth + 1)))
+                    .collect();
                 let tail = if *open { Some(self.s.fresh_id(0)) } else { None };
                 Ty::Record(Box::new(Ty::Row(labels, tail)))
             }
@@ -406,7 +416,9 @@ impl<'p> Checker<'p> {
                 let mut args: Vec<Ty> =
                     args.iter().map(|a| self.ty_of_depth(a, tvars, pos, report, depth + 1)).collect();
                 match &**name {
-                    "int" | "float" | "string" | "bool" | "bytes" if args.is_empty() => return Ty::Con(name.clone(), args),
+                    "int" | "float" | "string" | "bool" | "bytes" if args.is_empty() => {
+                        return Ty::Con(name.clone(), args);
+                    }
                     "unit" if args.is_empty() => return Ty::unit(),
                     _ => {}
                 }
@@ -540,12 +552,10 @@ impl<'p> Checker<'p> {
                 }
                 d
             }
-            UnifyError::MissingLabel { label, .. } => Diagnostic::at(
-                "TC009",
-                format!("effect {label} is not allowed here: {what}"),
-                pos,
-            )
-            .with_suggestion(format!("declare it in the function's signature: ! {{{label}}}")),
+            UnifyError::MissingLabel { label, .. } => {
+                Diagnostic::at("TC009", format!("effect {label} is not allowed here: {what}"), pos)
+                    .with_suggestion(format!("declare it in the function's signature: ! {{{label}}}"))
+            }
             UnifyError::Class { class, ty } => {
                 let shown = p.show(&ty);
                 let wanted = match class {
@@ -810,10 +820,9 @@ impl<'p> Checker<'p> {
                 let list = Ty::list(elem);
                 for (t, x) in [(&lt, l), (&rt, r)] {
                     if matches!(self.s.shallow(t), Ty::Con(ref n, _) if &**n == "string") {
-                        self.error(
-                            Diagnostic::at("TC001", "'++' joins lists, not strings", x.pos)
-                                .with_suggestion("join strings with interpolation \"${a}${b}\" or std/string concat([a, b])"),
-                        );
+                        self.error(Diagnostic::at("TC001", "'++' joins lists, not strings", x.pos).with_suggestion(
+                            "join strings with interpolation \"${a}${b}\" or std/string concat([a, b])",
+                        ));
                         return Ty::con("string");
                     }
                     if !self.expect(&list, t, x.pos, "'++' joins two lists of the same type") {
@@ -875,7 +884,11 @@ impl<'p> Checker<'p> {
             }
             other => {
                 let shown_ty = Printer::new(&self.s).show(&other);
-                self.error(Diagnostic::at("TC001", format!("{shown} is not a function (it is {shown_ty})"), callee.pos));
+                self.error(Diagnostic::at(
+                    "TC001",
+                    format!("{shown} is not a function (it is {shown_ty})"),
+                    callee.pos,
+                ));
                 for a in args {
                     self.infer(a);
                 }
@@ -1159,7 +1172,9 @@ impl<'p> Checker<'p> {
                 }
                 let nonempty = pats.iter().any(|p| match &p.kind {
                     PatKind::Cons(h, t) => irrefutable(h) && irrefutable(t),
-                    PatKind::List(items, Some(rest)) => items.len() <= 1 && items.iter().all(irrefutable) && irrefutable(rest),
+                    PatKind::List(items, Some(rest)) => {
+                        items.len() <= 1 && items.iter().all(irrefutable) && irrefutable(rest)
+                    }
                     _ => false,
                 });
                 let partial = pats.iter().any(|p| matches!(&p.kind, PatKind::Cons(..) | PatKind::List(_, Some(_))))

@@ -576,7 +576,8 @@ fn diagnostics_json(file: &str, list: &[Diagnostic]) -> String {
     let items: Vec<String> = list
         .iter()
         .map(|e| {
-            let mut fields = vec![format!("\"code\": {}", json_text(&e.code)), format!("\"message\": {}", json_text(&e.message))];
+            let mut fields =
+                vec![format!("\"code\": {}", json_text(&e.code)), format!("\"message\": {}", json_text(&e.message))];
             fields.push(format!("\"file\": {}", json_text(e.file.as_deref().unwrap_or(file))));
             if let Some(pos) = e.pos {
                 fields.push(format!("\"line\": {}", pos.line));

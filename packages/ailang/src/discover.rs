@@ -271,28 +271,27 @@ pub fn iface_command(args: &[String], io: &mut Io<'_>, relax: bool) -> i32 {
     let Some(target) = args.positional.first() else {
         return fail(io, "iface needs a module: std/json, or a file such as tools/x.ail", 2);
     };
-    let (module, types, funcs): (String, Vec<(String, String)>, Vec<(String, String, String)>) =
-        if crate::stdlib::module(target).is_some() || target == "prelude" {
-            let types = STD_TYPES
-                .iter()
-                .filter(|(m, _)| m == target)
-                .map(|(_, d)| (d.split_whitespace().nth(1).unwrap_or("").to_string(), d.to_string()))
-                .collect();
-            let funcs = BUILTINS
-                .iter()
-                .filter(|b| b.module == target)
-                .map(|b| (b.name.to_string(), b.signature.to_string(), b.effect()))
-                .collect();
-            (target.clone(), types, funcs)
-        } else if target.ends_with(".ail") {
-            match file_iface(target, relax) {
-                Ok(x) => x,
-                Err(d) => return fail(io, &d.to_string(), 1),
-            }
-        } else {
-            let known: Vec<&str> = crate::stdlib::MODULES.iter().map(|m| m.path).collect();
-            return fail(io, &format!("module not found: {target} (std modules: {})", known.join(", ")), 1);
-        };
+    let (module, types, funcs): Iface = if crate::stdlib::module(target).is_some() || target == "prelude" {
+        let types = STD_TYPES
+            .iter()
+            .filter(|(m, _)| m == target)
+            .map(|(_, d)| (d.split_whitespace().nth(1).unwrap_or("").to_string(), d.to_string()))
+            .collect();
+        let funcs = BUILTINS
+            .iter()
+            .filter(|b| b.module == target)
+            .map(|b| (b.name.to_string(), b.signature.to_string(), b.effect()))
+            .collect();
+        (target.clone(), types, funcs)
+    } else if target.ends_with(".ail") {
+        match file_iface(target, relax) {
+            Ok(x) => x,
+            Err(d) => return fail(io, &d.to_string(), 1),
+        }
+    } else {
+        let known: Vec<&str> = crate::stdlib::MODULES.iter().map(|m| m.path).collect();
+        return fail(io, &format!("module not found: {target} (std modules: {})", known.join(", ")), 1);
+    };
     if args.json {
         let types: Vec<String> = types
             .iter()
@@ -340,8 +339,7 @@ fn file_iface(file: &str, relax: bool) -> Result<Iface, Diagnostic> {
     for decl in &program.module.decls {
         match decl {
             Decl::Type(t) if t.exported => {
-                let params =
-                    if t.params.is_empty() { String::new() } else { format!("[{}]", t.params.join(", ")) };
+                let params = if t.params.is_empty() { String::new() } else { format!("[{}]", t.params.join(", ")) };
                 let body = match &t.body {
                     TypeBody::Alias(te) => type_text(te),
                     TypeBody::Variants(vs) => vs
@@ -359,11 +357,8 @@ fn file_iface(file: &str, relax: bool) -> Result<Iface, Diagnostic> {
                 types.push((t.name.to_string(), format!("type {}{params} = {body}", t.name)));
             }
             Decl::Func(f) if f.exported => {
-                let params: Vec<String> = f
-                    .params
-                    .iter()
-                    .map(|p| p.ty.as_ref().map(type_text).unwrap_or_else(|| "_".into()))
-                    .collect();
+                let params: Vec<String> =
+                    f.params.iter().map(|p| p.ty.as_ref().map(type_text).unwrap_or_else(|| "_".into())).collect();
                 let ret = f.ret.as_ref().map(type_text).unwrap_or_else(|| "_".into());
                 let effect = f.effects.as_ref().map(|e| e.labels.join(", ")).unwrap_or_default();
                 let sig = if effect.is_empty() {

@@ -420,7 +420,20 @@ impl Parser {
                 self.pos(),
             ));
         };
-        Ok(FuncDecl { name, exported, type_params, params, ret, effects, requires, ensures, tests, annotations, body, pos })
+        Ok(FuncDecl {
+            name,
+            exported,
+            type_params,
+            params,
+            ret,
+            effects,
+            requires,
+            ensures,
+            tests,
+            annotations,
+            body,
+            pos,
+        })
     }
 
     /// `! {IO, FS}`, `! {}`, `! {e}` or `! {IO | e}`; a lower-case name is a row variable.

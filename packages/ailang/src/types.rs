@@ -292,8 +292,10 @@ impl Subst {
                 self.unify(v, w)?;
             }
         }
-        let only_a: BTreeMap<Name, Ty> = la.iter().filter(|(k, _)| !lb.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-        let only_b: BTreeMap<Name, Ty> = lb.iter().filter(|(k, _)| !la.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let only_a: BTreeMap<Name, Ty> =
+            la.iter().filter(|(k, _)| !lb.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let only_b: BTreeMap<Name, Ty> =
+            lb.iter().filter(|(k, _)| !la.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
         let missing = |label: &Name, has: &BTreeMap<Name, Ty>| UnifyError::MissingLabel {
             label: label.clone(),
             has: has.keys().cloned().collect(),
@@ -485,7 +487,8 @@ impl<'s> Printer<'s> {
                 if let Ty::Row(labels, _) = &**e
                     && !labels.is_empty()
                 {
-                    let _ = write!(out, " ! {{{}}}", labels.keys().map(|k| k.to_string()).collect::<Vec<_>>().join(", "));
+                    let _ =
+                        write!(out, " ! {{{}}}", labels.keys().map(|k| k.to_string()).collect::<Vec<_>>().join(", "));
                 }
             }
             Ty::Record(row) => {

@@ -126,7 +126,13 @@ fn assert_checks(path: &Path) {
 fn every_program_the_project_runs_passes_check() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut seen = 0;
-    for dir in ["packages/ailang/tests/corpus", "packages/ailang/examples", "packages/examples", "tests/fixtures/invoke", "tests/fixtures/core-slow"] {
+    for dir in [
+        "packages/ailang/tests/corpus",
+        "packages/ailang/examples",
+        "packages/examples",
+        "tests/fixtures/invoke",
+        "tests/fixtures/core-slow",
+    ] {
         for entry in std::fs::read_dir(root.join(dir)).expect("dir") {
             let path = entry.expect("entry").path();
             if path.extension().is_some_and(|e| e == "ail") {
@@ -150,17 +156,24 @@ fn run_refuses_an_ill_typed_module_before_evaluating_it() {
 fn an_effect_without_a_declaration_is_refused_at_check_time() {
     let source = "module m\nexport func main(input: string) -> string {\n  println(input);\n  input\n}\n";
     let stderr = expect_failure(source, "{}", 1);
-    assert!(stderr.starts_with("Error: TC009: 'println' needs the IO effect, but 'main' does not declare it"), "{stderr}");
+    assert!(
+        stderr.starts_with("Error: TC009: 'println' needs the IO effect, but 'main' does not declare it"),
+        "{stderr}"
+    );
     assert!(stderr.contains("Fix: declare it"), "{stderr}");
 }
 
 #[test]
 fn json_output_carries_suggestions_and_warnings() {
     let (_, raw) = errors_of("module m\nfunc f(n: int) -> float = n\n");
-    assert!(raw.contains("\"suggestion\": \"convert with intToFloat(n), or write a float literal such as 1.0\""), "{raw}");
+    assert!(
+        raw.contains("\"suggestion\": \"convert with intToFloat(n), or write a float literal such as 1.0\""),
+        "{raw}"
+    );
     let dir = tempfile::tempdir().expect("tmp");
     let file = dir.path().join("w.ail");
-    std::fs::write(&file, "module w\ntype T = A | B | C\nfunc f(x: T) -> int = match x { A => 1, B => 2 }\n").expect("write");
+    std::fs::write(&file, "module w\ntype T = A | B | C\nfunc f(x: T) -> int = match x { A => 1, B => 2 }\n")
+        .expect("write");
     let out = ailang(&["check", "--json", file.to_str().expect("path")]);
     assert_eq!(out.code, 0, "warnings never fail a check: {}", out.stdout);
     assert!(out.stdout.contains("\"code\": \"ELB004\""), "{}", out.stdout);

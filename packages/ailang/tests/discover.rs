@@ -8,7 +8,13 @@ use std::path::Path;
 use std::process::Command;
 
 fn ailang(args: &[&str]) -> Outcome {
-    Command::new(BIN).args(args).env("AILANG_RELAX_MODULES", "1").env_remove("AILANG_EXAMPLES").output().expect("spawn").into()
+    Command::new(BIN)
+        .args(args)
+        .env("AILANG_RELAX_MODULES", "1")
+        .env_remove("AILANG_EXAMPLES")
+        .output()
+        .expect("spawn")
+        .into()
 }
 
 #[test]
@@ -23,7 +29,12 @@ fn the_catalog_names_every_std_function_and_nothing_else() {
         }
     }
     for b in catalog::BUILTINS {
-        assert!(natives.contains(&(b.module.to_string(), b.name.to_string())), "{}.{} is not a native", b.module, b.name);
+        assert!(
+            natives.contains(&(b.module.to_string(), b.name.to_string())),
+            "{}.{} is not a native",
+            b.module,
+            b.name
+        );
         let sig = b.signature.split_once("=>").map_or(b.signature, |(_, s)| s.trim());
         let ty = ailang::parser::parse_type(sig).unwrap_or_else(|e| panic!("{}.{}: {e}", b.module, b.name));
         match ty {
@@ -38,7 +49,8 @@ fn the_catalog_names_every_std_function_and_nothing_else() {
 
 fn m_arity(module: &str, name: &str) -> usize {
     use ailang::stdlib::{MODULES, prelude};
-    let m = MODULES.iter().copied().chain(std::iter::once(&prelude::MODULE)).find(|m| m.path == module).expect("module");
+    let m =
+        MODULES.iter().copied().chain(std::iter::once(&prelude::MODULE)).find(|m| m.path == module).expect("module");
     m.funcs.iter().find(|f| f.name == name).expect("func").arity
 }
 
@@ -48,7 +60,9 @@ fn builtins_list_and_show_in_text_and_json() {
     assert_eq!(list.code, 0);
     assert!(list.stdout.starts_with("{\"builtins\":[{\"module\":\"prelude\",\"name\":\"show\",\"signature\":\"(a) -> string\",\"effect\":\"\",\"description\":"), "{}", list.stdout);
     assert_eq!(list.stdout.matches("\"module\":").count(), ailang::stdlib::catalog::BUILTINS.len());
-    assert!(list.stdout.contains("{\"module\":\"std/fs\",\"name\":\"readFile\",\"signature\":\"(string) -> string ! {FS}\",\"effect\":\"FS\","));
+    assert!(list.stdout.contains(
+        "{\"module\":\"std/fs\",\"name\":\"readFile\",\"signature\":\"(string) -> string ! {FS}\",\"effect\":\"FS\","
+    ));
     let show = ailang(&["builtins", "show", "std/json.encode"]);
     assert_eq!(show.code, 0);
     assert_eq!(
@@ -106,7 +120,12 @@ fn examples_list_search_and_show_over_the_bundled_corpus_and_a_directory() {
     assert_eq!(list.code, 0);
     assert!(list.stdout.contains("{\"name\":\"read_plan\",\"file\":\"examples/read_plan.ail\",\"description\":\"An effectful transition (v2) with one effect and a finish phase."), "{}", list.stdout);
     let search = ailang(&["examples", "search", "finish", "Workspace.Read"]);
-    assert_eq!(search.stdout.lines().map(|l| l.split(' ').next().unwrap_or("")).collect::<Vec<_>>(), ["read_plan"], "{}", search.stdout);
+    assert_eq!(
+        search.stdout.lines().map(|l| l.split(' ').next().unwrap_or("")).collect::<Vec<_>>(),
+        ["read_plan"],
+        "{}",
+        search.stdout
+    );
     let show = ailang(&["examples", "show", "echo"]);
     assert_eq!(show.stdout, ailang::discover::BUNDLED_EXAMPLES[0].1);
 
@@ -121,7 +140,12 @@ fn examples_list_search_and_show_over_the_bundled_corpus_and_a_directory() {
         .expect("spawn")
         .into();
     assert!(env.stdout.starts_with("{\"name\":\"mine\",\"file\":"), "{}", env.stdout);
-    assert!(env.stdout.ends_with(",\"description\":\"my own example\",\"source\":\"-- my own example\\nmodule mine\\n\"}\n"), "{}", env.stdout);
+    assert!(
+        env.stdout
+            .ends_with(",\"description\":\"my own example\",\"source\":\"-- my own example\\nmodule mine\\n\"}\n"),
+        "{}",
+        env.stdout
+    );
     let missing = ailang(&["examples", "show", "nope"]);
     assert_eq!(missing.code, 1);
     assert!(missing.stderr.contains("no example named 'nope'"));
@@ -131,7 +155,13 @@ fn examples_list_search_and_show_over_the_bundled_corpus_and_a_directory() {
 fn iface_describes_std_modules_and_source_files() {
     let std = ailang(&["iface", "std/option"]);
     assert_eq!(std.code, 0);
-    assert!(std.stdout.starts_with("module std/option\n  type Option[a] = Some(a) | None\n  map : ((a) -> b, Option[a]) -> Option[b]\n"), "{}", std.stdout);
+    assert!(
+        std.stdout.starts_with(
+            "module std/option\n  type Option[a] = Some(a) | None\n  map : ((a) -> b, Option[a]) -> Option[b]\n"
+        ),
+        "{}",
+        std.stdout
+    );
     let file = examples_dir().join("io_fs.ail");
     let json = ailang(&["iface", "--json", file.to_str().expect("path")]);
     assert_eq!(

@@ -80,9 +80,14 @@ fn expr_like() -> impl Strategy<Value = String> {
     .prop_map(String::from);
     leaf.prop_recursive(6, 48, 4, |inner| {
         prop_oneof![
-            (inner.clone(), inner.clone(), prop::sample::select(vec!["+", "-", "*", "/", "==", "<", "&&", "++", "::", "%"]))
+            (
+                inner.clone(),
+                inner.clone(),
+                prop::sample::select(vec!["+", "-", "*", "/", "==", "<", "&&", "++", "::", "%"])
+            )
                 .prop_map(|(a, b, op)| format!("({a} {op} {b})")),
-            (inner.clone(), prop::collection::vec(inner.clone(), 0..3)).prop_map(|(f, args)| format!("{f}({})", args.join(", "))),
+            (inner.clone(), prop::collection::vec(inner.clone(), 0..3))
+                .prop_map(|(f, args)| format!("{f}({})", args.join(", "))),
             inner.clone().prop_map(|b| format!("\\y. {b}")),
             (inner.clone(), inner.clone(), inner.clone()).prop_map(|(c, t, e)| format!("if {c} then {t} else {e}")),
             (inner.clone(), inner.clone()).prop_map(|(v, b)| format!("{{ let y = {v}; {b} }}")),

@@ -137,8 +137,8 @@ pub fn write_file(path: &str, content: &str) -> Result<(), Diagnostic> {
         .map_err(|e| errno_text(path, e))?;
     let tmp = format!(".{name}.ailang-tmp-{}", std::process::id());
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(&dirfd, tmp.as_str(), flags, Mode::from_raw_mode(0o644))
-        .map_err(|e| errno_text(path, e))?;
+    let fd =
+        rustix::fs::openat(&dirfd, tmp.as_str(), flags, Mode::from_raw_mode(0o644)).map_err(|e| errno_text(path, e))?;
     let mut file = std::fs::File::from(fd);
     let written = file.write_all(content.as_bytes()).and_then(|()| file.sync_all());
     if let Err(e) = written {

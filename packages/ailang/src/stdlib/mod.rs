@@ -47,8 +47,17 @@ pub fn arg(args: &[Value], i: usize) -> Value {
     args.get(i).cloned().unwrap_or(Value::Unit)
 }
 
-pub static MODULES: &[&StdModule] =
-    &[&json::MODULE, &string::MODULE, &list::MODULE, &option::MODULE, &result::MODULE, &bytes::MODULE, &math::MODULE, &io::MODULE, &fs::MODULE];
+pub static MODULES: &[&StdModule] = &[
+    &json::MODULE,
+    &string::MODULE,
+    &list::MODULE,
+    &option::MODULE,
+    &result::MODULE,
+    &bytes::MODULE,
+    &math::MODULE,
+    &io::MODULE,
+    &fs::MODULE,
+];
 
 pub fn module(path: &str) -> Option<&'static StdModule> {
     MODULES.iter().copied().find(|m| m.path == path)
