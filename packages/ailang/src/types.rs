@@ -114,6 +114,40 @@ impl Subst {
         self.vars[v as usize].classes
     }
 
+    /// Follow bindings at the top of a type, borrowing.
+    pub fn shallow_ref<'a>(&'a self, mut ty: &'a Ty) -> &'a Ty {
+        while let Ty::Var(v) = ty {
+            match &self.vars[*v as usize].bound {
+                Some(t) => ty = t,
+                None => break,
+            }
+        }
+        ty
+    }
+
+    /// Visit the labels of a row (following chained tails) and return its unbound tail.
+    fn row_walk<'a>(&'a self, ty: &'a Ty, visit: &mut dyn FnMut(&'a Name, &'a Ty)) -> Option<TvId> {
+        let mut cur = self.shallow_ref(ty);
+        loop {
+            match cur {
+                Ty::Row(fields, tail) => {
+                    for (k, v) in fields {
+                        visit(k, v);
+                    }
+                    match tail {
+                        None => return None,
+                        Some(t) => match &self.vars[*t as usize].bound {
+                            Some(next) => cur = self.shallow_ref(next),
+                            None => return Some(*t),
+                        },
+                    }
+                }
+                Ty::Var(v) => return Some(*v),
+                _ => return None,
+            }
+        }
+    }
+
     /// Follow bindings at the top of a type.
     pub fn shallow(&self, ty: &Ty) -> Ty {
         let mut ty = ty.clone();
@@ -170,40 +204,29 @@ impl Subst {
     }
 
     fn occurs(&self, v: TvId, ty: &Ty) -> bool {
-        match self.shallow(ty) {
-            Ty::Var(w) => v == w,
+        match self.shallow_ref(ty) {
+            Ty::Var(w) => v == *w,
             Ty::Con(_, args) | Ty::Tuple(args) => args.iter().any(|a| self.occurs(v, a)),
-            Ty::Func(ps, r, e) => ps.iter().any(|a| self.occurs(v, a)) || self.occurs(v, &r) || self.occurs(v, &e),
-            Ty::Record(row) => self.occurs(v, &row),
+            Ty::Func(ps, r, e) => ps.iter().any(|a| self.occurs(v, a)) || self.occurs(v, r) || self.occurs(v, e),
+            Ty::Record(row) => self.occurs(v, row),
             row @ Ty::Row(..) => {
-                let (labels, tail) = self.row(&row);
-                tail == Some(v) || labels.values().any(|t| self.occurs(v, t))
+                let mut found = false;
+                let tail = self.row_walk(row, &mut |_, t| found = found || self.occurs(v, t));
+                found || tail == Some(v)
             }
         }
     }
 
     /// Lower the level of every free variable in `ty` to at most `level`.
     fn adjust_levels(&mut self, ty: &Ty, level: u32) {
-        match self.shallow(ty) {
-            Ty::Var(w) => {
-                let info = &mut self.vars[w as usize];
-                info.level = info.level.min(level);
+        let mut free = Vec::new();
+        self.collect_free(ty, &mut |v, info| {
+            if info.level > level {
+                free.push(v)
             }
-            Ty::Con(_, args) | Ty::Tuple(args) => args.iter().for_each(|a| self.adjust_levels(a, level)),
-            Ty::Func(ps, r, e) => {
-                ps.iter().for_each(|a| self.adjust_levels(a, level));
-                self.adjust_levels(&r, level);
-                self.adjust_levels(&e, level);
-            }
-            Ty::Record(row) => self.adjust_levels(&row, level),
-            row @ Ty::Row(..) => {
-                let (labels, tail) = self.row(&row);
-                if let Some(t) = tail {
-                    let info = &mut self.vars[t as usize];
-                    info.level = info.level.min(level);
-                }
-                labels.values().for_each(|t| self.adjust_levels(t, level));
-            }
+        });
+        for v in free {
+            self.vars[v as usize].level = level;
         }
     }
 
@@ -355,18 +378,19 @@ impl Subst {
     }
 
     fn collect_free(&self, ty: &Ty, f: &mut dyn FnMut(TvId, &VarInfo)) {
-        match self.shallow(ty) {
-            Ty::Var(v) => f(v, &self.vars[v as usize]),
+        match self.shallow_ref(ty) {
+            Ty::Var(v) => f(*v, &self.vars[*v as usize]),
             Ty::Con(_, args) | Ty::Tuple(args) => args.iter().for_each(|a| self.collect_free(a, f)),
             Ty::Func(ps, r, e) => {
                 ps.iter().for_each(|a| self.collect_free(a, f));
-                self.collect_free(&r, f);
-                self.collect_free(&e, f);
+                self.collect_free(r, f);
+                self.collect_free(e, f);
             }
-            Ty::Record(row) => self.collect_free(&row, f),
+            Ty::Record(row) => self.collect_free(row, f),
             row @ Ty::Row(..) => {
-                let (labels, tail) = self.row(&row);
-                labels.values().for_each(|t| self.collect_free(t, f));
+                let mut labels = Vec::new();
+                let tail = self.row_walk(row, &mut |_, t| labels.push(t));
+                labels.into_iter().for_each(|t| self.collect_free(t, f));
                 if let Some(t) = tail {
                     f(t, &self.vars[t as usize]);
                 }
@@ -390,22 +414,22 @@ impl Subst {
     }
 
     fn copy(&self, ty: &Ty, map: &HashMap<TvId, TvId>) -> Ty {
-        match self.shallow(ty) {
-            Ty::Var(v) => Ty::Var(*map.get(&v).unwrap_or(&v)),
-            Ty::Con(n, args) => Ty::Con(n, args.iter().map(|a| self.copy(a, map)).collect()),
+        match self.shallow_ref(ty) {
+            Ty::Var(v) => Ty::Var(*map.get(v).unwrap_or(v)),
+            Ty::Con(n, args) => Ty::Con(n.clone(), args.iter().map(|a| self.copy(a, map)).collect()),
             Ty::Tuple(items) => Ty::Tuple(items.iter().map(|a| self.copy(a, map)).collect()),
             Ty::Func(ps, r, e) => Ty::Func(
                 ps.iter().map(|a| self.copy(a, map)).collect(),
-                Box::new(self.copy(&r, map)),
-                Box::new(self.copy(&e, map)),
+                Box::new(self.copy(r, map)),
+                Box::new(self.copy(e, map)),
             ),
-            Ty::Record(row) => Ty::Record(Box::new(self.copy(&row, map))),
+            Ty::Record(row) => Ty::Record(Box::new(self.copy(row, map))),
             row @ Ty::Row(..) => {
-                let (labels, tail) = self.row(&row);
-                Ty::Row(
-                    labels.into_iter().map(|(k, v)| (k, self.copy(&v, map))).collect(),
-                    tail.map(|t| *map.get(&t).unwrap_or(&t)),
-                )
+                let mut labels = BTreeMap::new();
+                let tail = self.row_walk(row, &mut |k, t| {
+                    labels.entry(k.clone()).or_insert_with(|| self.copy(t, map));
+                });
+                Ty::Row(labels, tail.map(|t| *map.get(&t).unwrap_or(&t)))
             }
         }
     }
