@@ -253,11 +253,10 @@ impl<'p> Checker<'p> {
                 v
             })
             .collect();
-        let result = Ty::Con(type_name.clone(), args);
+        let result = Ty::con_args(type_name.clone(), args);
         let fields: Vec<Ty> = variant.fields.iter().map(|f| self.ty_of(f, &mut tvars, variant.pos, false)).collect();
         let arity = fields.len();
-        let ty =
-            if fields.is_empty() { result } else { Ty::Func(fields, Box::new(result), Box::new(Ty::closed_row())) };
+        let ty = if fields.is_empty() { result } else { Ty::func(fields, result, Ty::closed_row()) };
         self.s.level = 0;
         let scheme = self.s.generalize(&ty);
         self.s.level = saved;
@@ -348,7 +347,7 @@ impl<'p> Checker<'p> {
         };
         self.s.level = 1;
         let effects = self.effect_row(f.effects.as_ref(), &mut tvars);
-        let ty = Ty::Func(params, Box::new(ret), Box::new(effects));
+        let ty = Ty::func(params, ret, effects);
         self.s.level = 0;
         let scheme = self.s.generalize(&ty);
         self.s.level = saved;
@@ -366,7 +365,7 @@ impl<'p> Checker<'p> {
                 v
             }
         });
-        Ty::Row(labels, tail)
+        Ty::row(labels, tail)
     }
 
     /// A written type as a checker type. Lower-case unknown names are type variables.
@@ -397,7 +396,7 @@ impl<'p> Checker<'p> {
                     .map(|(k, t)| (k.clone(), self.ty_of_depth(t, tvars, pos, report, depth + 1)))
                     .collect();
                 let tail = if *open { Some(self.s.fresh_id(0)) } else { None };
-                Ty::Record(Box::new(Ty::Row(labels, tail)))
+                Ty::record(Ty::row(labels, tail))
             }
             TypeExpr::Func(params, ret, effects) => {
                 let mut ps: Vec<Ty> =
@@ -407,7 +406,7 @@ impl<'p> Checker<'p> {
                 }
                 let r = self.ty_of_depth(ret, tvars, pos, report, depth + 1);
                 let e = self.effect_row(effects.as_ref(), tvars);
-                Ty::Func(ps, Box::new(r), Box::new(e))
+                Ty::func(ps, r, e)
             }
             TypeExpr::Named(name, args) => {
                 if let Some(t) = tvars.get(name) {
@@ -417,7 +416,7 @@ impl<'p> Checker<'p> {
                     args.iter().map(|a| self.ty_of_depth(a, tvars, pos, report, depth + 1)).collect();
                 match &**name {
                     "int" | "float" | "string" | "bool" | "bytes" if args.is_empty() => {
-                        return Ty::Con(name.clone(), args);
+                        return Ty::con_args(name.clone(), args);
                     }
                     "unit" if args.is_empty() => return Ty::unit(),
                     _ => {}
@@ -425,7 +424,7 @@ impl<'p> Checker<'p> {
                 if let Some(def) = self.types.get(name).cloned() {
                     args.resize_with(def.params.len(), || self.s.fresh());
                     return match &def.body {
-                        TypeBody::Variants(_) => Ty::Con(name.clone(), args),
+                        TypeBody::Variants(_) => Ty::con_args(name.clone(), args),
                         TypeBody::Alias(body) => {
                             let mut inner: HashMap<Name, Ty> = def.params.iter().cloned().zip(args).collect();
                             self.ty_of_depth(body, &mut inner, pos, report, depth + 1)
@@ -467,7 +466,7 @@ impl<'p> Checker<'p> {
         self.s.level = 1;
         let Ty::Func(params, ret, effects) = self.s.instantiate(&scheme) else { return };
         self.enter_scope(Some(f.name.clone()), (*effects).clone());
-        for (p, t) in f.params.iter().zip(&params) {
+        for (p, t) in f.params.iter().zip(params.iter()) {
             self.locals.push((p.name.clone(), Scheme::mono(t.clone())));
         }
         let body = self.infer(&f.body);
@@ -509,9 +508,16 @@ impl<'p> Checker<'p> {
     // ---- diagnostics for failed unifications ----
 
     fn expect(&mut self, expected: &Ty, found: &Ty, pos: Pos, what: &str) -> bool {
+        self.expect_with(expected, found, pos, &|| what.to_string())
+    }
+
+    /// `expect` with the context built only when there is an error to explain.
+    fn expect_with(&mut self, expected: &Ty, found: &Ty, pos: Pos, what: &dyn Fn() -> String) -> bool {
         match self.s.unify(expected, found) {
             Ok(()) => true,
             Err(e) => {
+                let what = what();
+                let what = what.as_str();
                 let d = self.explain(e, expected, found, pos, what);
                 self.error(d);
                 false
@@ -582,8 +588,10 @@ impl<'p> Checker<'p> {
 
     fn lookup(&mut self, name: &Name, pos: Pos) -> Ty {
         if let Some((_, scheme)) = self.locals.iter().rev().find(|(n, _)| n == name) {
-            let scheme = scheme.clone();
-            return self.s.instantiate(&scheme);
+            return self.s.instantiate(scheme);
+        }
+        if let Some(Global::Known(scheme)) = self.globals.get(name) {
+            return self.s.instantiate(scheme);
         }
         if let Some(global) = self.globals.get(name) {
             let scheme = match global {
@@ -678,12 +686,12 @@ impl<'p> Checker<'p> {
                     let t = self.infer(value);
                     labels.entry(name.clone()).or_insert(t);
                 }
-                Ty::Record(Box::new(Ty::Row(labels, None)))
+                Ty::record(Ty::row(labels, None))
             }
             ExprKind::RecordUpdate(base, fields) => {
                 let bt = self.infer(base);
                 let row = self.s.open_row();
-                self.expect(&Ty::Record(Box::new(row.clone())), &bt, base.pos, "only a record can be updated");
+                self.expect(&Ty::record(row.clone()), &bt, base.pos, "only a record can be updated");
                 let (mut labels, tail) = self.s.row(&row);
                 let mut seen = HashSet::new();
                 for (name, value) in fields {
@@ -693,7 +701,7 @@ impl<'p> Checker<'p> {
                     let t = self.infer(value);
                     labels.insert(name.clone(), t);
                 }
-                Ty::Record(Box::new(Ty::Row(labels, tail)))
+                Ty::record(Ty::row(labels, tail))
             }
             ExprKind::Tuple(items) => Ty::Tuple(items.iter().map(|i| self.infer(i)).collect()),
             ExprKind::List(items) => {
@@ -866,14 +874,14 @@ impl<'p> Checker<'p> {
                     for a in args {
                         self.infer(a);
                     }
-                    return *r;
+                    return (*r).clone();
                 }
-                (ps, *r, *e)
+                (ps.to_vec(), (*r).clone(), (*e).clone())
             }
             Ty::Var(_) => {
                 let ps: Vec<Ty> = args.iter().map(|_| self.s.fresh()).collect();
                 let (r, e) = (self.s.fresh(), self.s.open_row());
-                let f = Ty::Func(ps.clone(), Box::new(r.clone()), Box::new(e.clone()));
+                let f = Ty::func(ps.clone(), r.clone(), e.clone());
                 if !self.expect(&f, &ft, callee.pos, &format!("{shown} is called")) {
                     for a in args {
                         self.infer(a);
@@ -905,8 +913,7 @@ impl<'p> Checker<'p> {
                     ExprKind::Lambda(l) => self.infer_lambda(l, Some(param)),
                     _ => self.infer(arg),
                 };
-                let what = format!("argument {} of {shown}", i + 1);
-                self.expect(param, &at, arg.pos, &what);
+                self.expect_with(param, &at, arg.pos, &|| format!("argument {} of {shown}", i + 1));
             }
         }
         self.use_effects(&effects, &shown, callee.pos);
@@ -923,7 +930,7 @@ impl<'p> Checker<'p> {
             }
             if let Some(t) = open {
                 let fresh = self.s.fresh_id(0);
-                let _ = self.s.unify(&Ty::Var(t), &Ty::Row([(label.clone(), Ty::unit())].into(), Some(fresh)));
+                let _ = self.s.unify(&Ty::Var(t), &Ty::row([(label.clone(), Ty::unit())].into(), Some(fresh)));
                 continue;
             }
             let d = match &self.owner {
@@ -949,7 +956,7 @@ impl<'p> Checker<'p> {
             let (allowed, open) = self.s.row(&self.ambient);
             if open != Some(t) {
                 let rest: BTreeMap<Name, Ty> = allowed.into_iter().filter(|(k, _)| !labels.contains_key(k)).collect();
-                let _ = self.s.unify(&Ty::Var(t), &Ty::Row(rest, open));
+                let _ = self.s.unify(&Ty::Var(t), &Ty::row(rest, open));
             }
         }
     }
@@ -994,7 +1001,7 @@ impl<'p> Checker<'p> {
         self.ambient = saved_ambient;
         self.owner = saved_owner;
         self.locals.truncate(base);
-        Ty::Func(params, Box::new(body), Box::new(effects))
+        Ty::func(params, body, effects)
     }
 
     fn bind_let(&mut self, pat: &Pattern, value: &Expr, recursive: bool) {
@@ -1032,7 +1039,7 @@ impl<'p> Checker<'p> {
             target = self.ty_of(inner, &mut tvars, pos, false);
         }
         let tail = self.s.fresh_id(0);
-        let want = Ty::Record(Box::new(Ty::Row([(field.clone(), result.clone())].into(), Some(tail))));
+        let want = Ty::record(Ty::row([(field.clone(), result.clone())].into(), Some(tail)));
         if let Err(err) = self.s.unify(&want, &target) {
             let d = match err {
                 UnifyError::Mismatch(..) => {
@@ -1093,7 +1100,7 @@ impl<'p> Checker<'p> {
                 }
                 let t = self.s.instantiate(&scheme);
                 let (fields, result) = match t {
-                    Ty::Func(fs, r, _) => (fs, *r),
+                    Ty::Func(fs, r, _) => (fs.to_vec(), (*r).clone()),
                     other => (Vec::new(), other),
                 };
                 self.expect(expected, &result, p.pos, &format!("constructor {name} must match the value's type"));
@@ -1103,7 +1110,7 @@ impl<'p> Checker<'p> {
             }
             PatKind::Tuple(items) => {
                 let vars: Vec<Ty> = items.iter().map(|_| self.s.fresh()).collect();
-                self.expect(expected, &Ty::Tuple(vars.clone()), p.pos, "the tuple pattern must match the value's type");
+                self.expect(expected, &Ty::tuple(vars.clone()), p.pos, "the tuple pattern must match the value's type");
                 for (i, v) in items.iter().zip(&vars) {
                     self.pattern(i, v);
                 }
@@ -1129,7 +1136,7 @@ impl<'p> Checker<'p> {
             PatKind::Record { fields, .. } => {
                 let vars: Vec<(Name, Ty)> = fields.iter().map(|(n, _)| (n.clone(), self.s.fresh())).collect();
                 let tail = self.s.fresh_id(0);
-                let want = Ty::Record(Box::new(Ty::Row(vars.iter().cloned().collect(), Some(tail))));
+                let want = Ty::record(Ty::row(vars.iter().cloned().collect(), Some(tail)));
                 self.expect(expected, &want, p.pos, "the record pattern must match the value's type");
                 for ((_, fp), (_, v)) in fields.iter().zip(&vars) {
                     self.pattern(fp, v);

@@ -9,6 +9,7 @@
 use crate::ast::Name;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
+use std::rc::Rc;
 
 pub type TvId = u32;
 
@@ -16,29 +17,46 @@ pub type TvId = u32;
 pub enum Ty {
     Var(TvId),
     /// A named type with arguments: `int`, `string`, `List[a]`, `Option[a]`, user ADTs.
-    Con(Name, Vec<Ty>),
+    Con(Name, Rc<[Ty]>),
     /// Tuples; the empty tuple is unit.
-    Tuple(Vec<Ty>),
+    Tuple(Rc<[Ty]>),
     /// Parameters, result and effect row (a `Row`).
-    Func(Vec<Ty>, Box<Ty>, Box<Ty>),
+    Func(Rc<[Ty]>, Rc<Ty>, Rc<Ty>),
     /// A record over a `Row`.
-    Record(Box<Ty>),
+    Record(Rc<Ty>),
     /// Labels and an optional tail variable; only inside `Record`, `Func` or a row binding.
-    Row(BTreeMap<Name, Ty>, Option<TvId>),
+    Row(Rc<BTreeMap<Name, Ty>>, Option<TvId>),
 }
 
+// Children are shared: unification clones types constantly, and a clone is then a few
+// reference-count bumps.
 impl Ty {
     pub fn con(name: &str) -> Ty {
-        Ty::Con(name.into(), Vec::new())
+        Ty::Con(name.into(), Rc::new([]))
+    }
+    pub fn con_args(name: Name, args: Vec<Ty>) -> Ty {
+        Ty::Con(name, args.into())
     }
     pub fn unit() -> Ty {
-        Ty::Tuple(Vec::new())
+        Ty::Tuple(Rc::new([]))
+    }
+    pub fn tuple(items: Vec<Ty>) -> Ty {
+        Ty::Tuple(items.into())
     }
     pub fn list(item: Ty) -> Ty {
-        Ty::Con("List".into(), vec![item])
+        Ty::Con("List".into(), Rc::new([item]))
+    }
+    pub fn func(params: Vec<Ty>, ret: Ty, effects: Ty) -> Ty {
+        Ty::Func(params.into(), Rc::new(ret), Rc::new(effects))
+    }
+    pub fn record(row: Ty) -> Ty {
+        Ty::Record(Rc::new(row))
+    }
+    pub fn row(labels: BTreeMap<Name, Ty>, tail: Option<TvId>) -> Ty {
+        Ty::Row(Rc::new(labels), tail)
     }
     pub fn closed_row() -> Ty {
-        Ty::Row(BTreeMap::new(), None)
+        Ty::row(BTreeMap::new(), None)
     }
 }
 
@@ -107,7 +125,7 @@ impl Subst {
     /// An open row with no labels yet.
     pub fn open_row(&mut self) -> Ty {
         let tail = self.fresh_id(0);
-        Ty::Row(BTreeMap::new(), Some(tail))
+        Ty::row(BTreeMap::new(), Some(tail))
     }
 
     pub fn classes(&self, v: TvId) -> u8 {
@@ -131,7 +149,7 @@ impl Subst {
         loop {
             match cur {
                 Ty::Row(fields, tail) => {
-                    for (k, v) in fields {
+                    for (k, v) in fields.iter() {
                         visit(k, v);
                     }
                     match tail {
@@ -167,8 +185,8 @@ impl Subst {
         loop {
             match cur {
                 Ty::Row(fields, tail) => {
-                    for (k, v) in fields {
-                        labels.entry(k).or_insert(v);
+                    for (k, v) in fields.iter() {
+                        labels.entry(k.clone()).or_insert_with(|| v.clone());
                     }
                     match tail {
                         None => return (labels, None),
@@ -188,17 +206,15 @@ impl Subst {
     pub fn resolve(&self, ty: &Ty) -> Ty {
         match self.shallow(ty) {
             Ty::Var(v) => Ty::Var(v),
-            Ty::Con(n, args) => Ty::Con(n, args.iter().map(|a| self.resolve(a)).collect()),
-            Ty::Tuple(items) => Ty::Tuple(items.iter().map(|a| self.resolve(a)).collect()),
-            Ty::Func(ps, r, e) => Ty::Func(
-                ps.iter().map(|a| self.resolve(a)).collect(),
-                Box::new(self.resolve(&r)),
-                Box::new(self.resolve(&e)),
-            ),
-            Ty::Record(row) => Ty::Record(Box::new(self.resolve(&row))),
+            Ty::Con(n, args) => Ty::con_args(n, args.iter().map(|a| self.resolve(a)).collect()),
+            Ty::Tuple(items) => Ty::tuple(items.iter().map(|a| self.resolve(a)).collect()),
+            Ty::Func(ps, r, e) => {
+                Ty::func(ps.iter().map(|a| self.resolve(a)).collect(), self.resolve(&r), self.resolve(&e))
+            }
+            Ty::Record(row) => Ty::record(self.resolve(&row)),
             row @ Ty::Row(..) => {
                 let (labels, tail) = self.row(&row);
-                Ty::Row(labels.into_iter().map(|(k, v)| (k, self.resolve(&v))).collect(), tail)
+                Ty::row(labels.into_iter().map(|(k, v)| (k, self.resolve(&v))).collect(), tail)
             }
         }
     }
@@ -289,13 +305,13 @@ impl Subst {
             (Ty::Var(v), _) => self.bind(*v, &b),
             (_, Ty::Var(v)) => self.bind(*v, &a),
             (Ty::Con(n, xs), Ty::Con(m, ys)) if n == m && xs.len() == ys.len() => {
-                xs.iter().zip(ys).try_for_each(|(x, y)| self.unify(x, y))
+                xs.iter().zip(ys.iter()).try_for_each(|(x, y)| self.unify(x, y))
             }
             (Ty::Tuple(xs), Ty::Tuple(ys)) if xs.len() == ys.len() => {
-                xs.iter().zip(ys).try_for_each(|(x, y)| self.unify(x, y))
+                xs.iter().zip(ys.iter()).try_for_each(|(x, y)| self.unify(x, y))
             }
             (Ty::Func(ps, r, e), Ty::Func(qs, s, f)) if ps.len() == qs.len() => {
-                for (p, q) in ps.iter().zip(qs) {
+                for (p, q) in ps.iter().zip(qs.iter()) {
                     self.unify(p, q)?;
                 }
                 self.unify(r, s)?;
@@ -337,11 +353,11 @@ impl Subst {
             },
             (Some(x), None) => match only_a.keys().next() {
                 Some(k) => Err(missing(k, &lb)),
-                None => self.bind(x, &Ty::Row(only_b, None)),
+                None => self.bind(x, &Ty::row(only_b, None)),
             },
             (None, Some(y)) => match only_b.keys().next() {
                 Some(k) => Err(missing(k, &la)),
-                None => self.bind(y, &Ty::Row(only_a, None)),
+                None => self.bind(y, &Ty::row(only_a, None)),
             },
             (Some(x), Some(y)) => {
                 let level = self.vars[x as usize].level.min(self.vars[y as usize].level);
@@ -349,8 +365,8 @@ impl Subst {
                 self.level = level;
                 let tail = self.fresh_id(0);
                 self.level = saved;
-                self.bind(x, &Ty::Row(only_b, Some(tail)))?;
-                self.bind(y, &Ty::Row(only_a, Some(tail)))
+                self.bind(x, &Ty::row(only_b, Some(tail)))?;
+                self.bind(y, &Ty::row(only_a, Some(tail)))
             }
         }
     }
@@ -416,20 +432,18 @@ impl Subst {
     fn copy(&self, ty: &Ty, map: &HashMap<TvId, TvId>) -> Ty {
         match self.shallow_ref(ty) {
             Ty::Var(v) => Ty::Var(*map.get(v).unwrap_or(v)),
-            Ty::Con(n, args) => Ty::Con(n.clone(), args.iter().map(|a| self.copy(a, map)).collect()),
-            Ty::Tuple(items) => Ty::Tuple(items.iter().map(|a| self.copy(a, map)).collect()),
-            Ty::Func(ps, r, e) => Ty::Func(
-                ps.iter().map(|a| self.copy(a, map)).collect(),
-                Box::new(self.copy(r, map)),
-                Box::new(self.copy(e, map)),
-            ),
-            Ty::Record(row) => Ty::Record(Box::new(self.copy(row, map))),
+            Ty::Con(n, args) => Ty::con_args(n.clone(), args.iter().map(|a| self.copy(a, map)).collect()),
+            Ty::Tuple(items) => Ty::tuple(items.iter().map(|a| self.copy(a, map)).collect()),
+            Ty::Func(ps, r, e) => {
+                Ty::func(ps.iter().map(|a| self.copy(a, map)).collect(), self.copy(r, map), self.copy(e, map))
+            }
+            Ty::Record(row) => Ty::record(self.copy(row, map)),
             row @ Ty::Row(..) => {
                 let mut labels = BTreeMap::new();
                 let tail = self.row_walk(row, &mut |k, t| {
                     labels.entry(k.clone()).or_insert_with(|| self.copy(t, map));
                 });
-                Ty::Row(labels, tail.map(|t| *map.get(&t).unwrap_or(&t)))
+                Ty::row(labels, tail.map(|t| *map.get(&t).unwrap_or(&t)))
             }
         }
     }
@@ -519,7 +533,7 @@ impl<'s> Printer<'s> {
                 out.push('{');
                 if let Ty::Row(labels, tail) = &**row {
                     let mut first = true;
-                    for (k, v) in labels {
+                    for (k, v) in labels.iter() {
                         if !first {
                             out.push_str(", ");
                         }
