@@ -139,7 +139,7 @@ fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<
 
 impl<'p> Checker<'p> {
     fn new(program: &'p Program, options: Options) -> Self {
-        let mut s = Subst::default();
+        let mut s = Subst::with_capacity(program.module.decls.len() * 64);
         let ambient = Ty::closed_row();
         s.level = 1;
         Checker {
@@ -152,7 +152,7 @@ impl<'p> Checker<'p> {
             globals: HashMap::new(),
             poisoned: HashSet::new(),
             lenient: false,
-            locals: Vec::new(),
+            locals: Vec::with_capacity(64),
             ambient,
             owner: None,
             depth: 0,

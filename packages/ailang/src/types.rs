@@ -108,6 +108,10 @@ pub struct Subst {
 }
 
 impl Subst {
+    pub fn with_capacity(vars: usize) -> Subst {
+        Subst { vars: Vec::with_capacity(vars), level: 0 }
+    }
+
     pub fn fresh(&mut self) -> Ty {
         Ty::Var(self.fresh_id(0))
     }
