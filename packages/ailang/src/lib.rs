@@ -1,5 +1,7 @@
-//! AILANG, the project's own interpreter: lexer, parser, evaluator, native standard library
-//! and the command-line contract (`run`, `test`, `check`) that the capsule invokes.
+//! AILANG, the project's own interpreter: lexer, parser, type checker, evaluator, native
+//! standard library, the command-line contract (`run`, `test`, `check`) that the capsule and
+//! the publisher invoke, and the discovery commands agents use (`builtins`, `examples`,
+//! `iface`, `prompt`).
 //!
 //! Besides the `ailang` binary, two entry points serve in-process callers: [`check_source`]
 //! (what `ailang check` reports) and [`run_source`] (what `ailang run` computes).
