@@ -166,6 +166,29 @@ async fn a_source_importing_world_is_refused_with_ldr001_and_nothing_is_written(
 }
 
 #[tokio::test]
+async fn an_ill_typed_source_is_refused_with_the_checker_diagnostic_and_nothing_is_written() {
+    let fixture = Fixture::served();
+    std::fs::write(
+        fixture.path("bad.ail"),
+        "module quickstart/bad\n\nexport func main(input: string) -> string {\n  intToFloat(input)\n}\n",
+    )
+    .unwrap();
+    fixture.manifest("bad.json", &[("tools.bad", "bad.ail")]);
+    let run = fixture.publish("bad.json", 1);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stdout);
+    assert!(run.stderr.contains("is not loadable under its pinned interpreter"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "Error: TC001: type mismatch: expected int, found string: argument 1 of 'intToFloat' at host/capsule/main.ail:4:14"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(fixture.head().await, None);
+    assert_eq!(fixture.sources().await, 0, "a refused source is never stored");
+}
+
+#[tokio::test]
 async fn an_ambiguous_epoch_is_refused_and_a_stated_one_must_be_nominated() {
     let fixture = Fixture::served();
     let store = fixture.store().await;

@@ -1,7 +1,8 @@
 //! Speed of `ailang run`, reported as ratios against baselines measured in the same run:
 //!
 //! * spawning `ailang run echo.ail` versus spawning `/bin/true` the same way (target <= 3x);
-//! * parsing, loading and running a 300-line module in process.
+//! * spawning `ailang check` on a 300-line module versus `/bin/true` (target <= 3x);
+//! * parsing, loading, checking and running a 300-line module in process.
 //!
 //! Run with `cargo bench -p ailang --bench run_speed`. Prints numbers; asserts nothing.
 
@@ -82,6 +83,17 @@ fn main() {
 
     let source = module_300_lines();
     let lines = source.lines().count();
+    std::fs::write(root.join("big.ail"), &source).expect("write big");
+    let check = || {
+        let mut c = Command::new(bin);
+        c.current_dir(&root).env("AILANG_RELAX_MODULES", "1").args(["check", "big.ail"]);
+        c
+    };
+    let _ = time_spawns(5, check);
+    let checked = time_spawns(rounds, check);
+    println!("spawn ailang check {lines}-line module median {:>9.3} ms", checked.as_secs_f64() * 1e3);
+    println!("ratio check/true        {:.2}x (target <= 3x)", checked.as_secs_f64() / baseline.as_secs_f64());
+
     let iterations = 200;
     let start = Instant::now();
     for _ in 0..iterations {
@@ -89,6 +101,12 @@ fn main() {
         std::hint::black_box(value);
     }
     let per_run = start.elapsed() / iterations;
+    let start = Instant::now();
+    for _ in 0..iterations {
+        std::hint::black_box(ailang::check_source(&source, "big.ail", true));
+    }
+    let per_check = start.elapsed() / iterations;
+    println!("in-process check of a {lines}-line module: {:.3} ms", per_check.as_secs_f64() * 1e3);
     println!("in-process parse+run of a {lines}-line module: {:.3} ms per run", per_run.as_secs_f64() * 1e3);
     println!(
         "ratio in-process {lines}-line run / spawn /bin/true: {:.2}x",

@@ -147,7 +147,7 @@ pub fn type_text(ty: &TypeExpr) -> String {
             "{{{}}}",
             fields.iter().map(|(k, t)| format!("{k}: {}", type_text(t))).collect::<Vec<_>>().join(", ")
         ),
-        TypeExpr::Func(params, ret) => {
+        TypeExpr::Func(params, ret, _) => {
             format!("({}) -> {}", params.iter().map(type_text).collect::<Vec<_>>().join(", "), type_text(ret))
         }
     }

@@ -80,7 +80,15 @@ pub enum TypeExpr {
         fields: Vec<(Name, TypeExpr)>,
         open: bool,
     },
-    Func(Vec<TypeExpr>, Box<TypeExpr>),
+    /// Parameters, result and the effect row (`None` when the type has no `! {…}`: pure).
+    Func(Vec<TypeExpr>, Box<TypeExpr>, Option<EffectRow>),
+}
+
+/// `! {IO, FS}`, `! {e}`, `! {IO | e}`: effect labels and an optional row variable.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EffectRow {
+    pub labels: Vec<Name>,
+    pub tail: Option<Name>,
 }
 
 #[derive(Debug, Clone)]
@@ -94,8 +102,12 @@ pub struct Param {
 pub struct FuncDecl {
     pub name: Name,
     pub exported: bool,
+    /// `func map[a, b](…)`: the declared type parameters.
+    pub type_params: Vec<Name>,
     pub params: Vec<Param>,
     pub ret: Option<TypeExpr>,
+    /// The declared effect row; `None` means pure.
+    pub effects: Option<EffectRow>,
     pub requires: Vec<Expr>,
     pub ensures: Vec<Expr>,
     /// Inline `tests [(input, expected), …]` rows.
@@ -158,6 +170,9 @@ pub enum InterpPart {
 #[derive(Debug, Clone)]
 pub struct Lambda {
     pub params: Vec<Param>,
+    /// `func(x: T) -> R ! {…} { … }` may declare its result and effects.
+    pub ret: Option<TypeExpr>,
+    pub effects: Option<EffectRow>,
     pub body: Expr,
 }
 

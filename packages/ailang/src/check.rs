@@ -1,216 +1,1301 @@
-//! Structural checks (no type inference yet): unbound identifiers, constructor arity and
-//! duplicate record fields, over every function body, contract and test row.
+//! The type checker: Hindley–Milner inference with let-generalisation over the loaded module.
+//!
+//! * Declared functions get the type their annotations give (type variables quantified);
+//!   missing annotations are inferred, monomorphically within the module.
+//! * Int literals are `Num a => a` (so `jnum(1)` is a float), float literals are `float`;
+//!   Eq, Ord and Num constrain variables and are checked when the variable is bound.
+//! * Records are row-polymorphic: `r.f` asks for `{f: t, ...}`; a record literal is closed.
+//!   A single-constructor type wrapping a record allows `.f` on the wrapper.
+//! * Effects: every function type carries an effect row. A declared function may only call
+//!   what its `! {…}` allows (none = pure); a lambda's effects flow to where it is used.
+//! * Arguments that are lambdas are checked after the other arguments, against the parameter
+//!   type, so `map(\e. e.key, entries)` knows `e` before reading its field.
+//!
+//! Type annotations are flexible (an annotated `a` may turn out to be `int` in the body):
+//! the checker must never refuse a program the reference accepts, so where the two could
+//! differ it leans to accepting.
 
 use crate::ast::*;
 use crate::diag::{Diagnostic, Pos};
 use crate::loader::Program;
-use std::collections::HashMap;
+use crate::parser::{parse_module, parse_type};
+use crate::stack;
+use crate::stdlib::catalog::{self, Builtin, STD_TYPES};
+use crate::types::*;
+use crate::value::{Callable, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
+
+/// What `check` reports: errors fail, warnings (non-exhaustive matches) do not.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub errors: Vec<Diagnostic>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// How much to check. `run` needs the module's code to be well-typed; `check` and `test`
+/// also check inline test rows and contracts and look for non-exhaustive matches.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub full: bool,
+}
+
+/// Nesting beyond this is refused with a diagnostic rather than risking the native stack.
+const MAX_DEPTH: usize = 5_000;
+/// Later errors are usually consequences of the first ones.
+const MAX_ERRORS: usize = 25;
 
 pub fn check_program(program: &Program, file: &str) -> Vec<Diagnostic> {
-    let mut checker = Checker { globals: program, locals: Vec::new(), errors: Vec::new() };
-    for decl in &program.module.decls {
-        match decl {
-            Decl::Func(f) => {
-                let base = checker.locals.len();
-                for p in &f.params {
-                    checker.locals.push(p.name.clone());
-                }
-                checker.expr(&f.body);
-                for e in &f.requires {
-                    checker.expr(e);
-                }
-                checker.locals.push("result".into());
-                for e in &f.ensures {
-                    checker.expr(e);
-                }
-                checker.locals.truncate(base);
-                for row in &f.tests {
-                    checker.expr(&row.input);
-                    checker.expr(&row.expected);
+    check_module(program, file, Options { full: true }).errors
+}
+
+pub fn check_module(program: &Program, file: &str, options: Options) -> Report {
+    let _region = stack::enter(None);
+    let mut checker = Checker::new(program, options);
+    checker.run();
+    Report {
+        errors: checker.errors.into_iter().map(|d| d.in_file(file)).collect(),
+        warnings: checker.warnings.into_iter().map(|d| d.in_file(file)).collect(),
+    }
+}
+
+struct TypeDef {
+    params: Vec<Name>,
+    body: TypeBody,
+}
+
+struct CtorInfo {
+    scheme: Scheme,
+    arity: usize,
+}
+
+enum Global {
+    Std(&'static Builtin),
+    Known(Scheme),
+}
+
+struct Checker<'p> {
+    program: &'p Program,
+    options: Options,
+    s: Subst,
+    types: HashMap<Name, Rc<TypeDef>>,
+    /// Constructor name (as written in this module) → its type.
+    ctors: HashMap<Name, CtorInfo>,
+    /// Type name → its constructors' real names, for exhaustiveness.
+    variants: HashMap<Name, Vec<(Name, usize)>>,
+    globals: HashMap<Name, Global>,
+    /// Names whose import failed (already reported): typed as anything, silently.
+    poisoned: HashSet<Name>,
+    /// A whole-module import failed: any unknown name may have come from it.
+    lenient: bool,
+    locals: Vec<(Name, Scheme)>,
+    /// The effect row the code being checked may use.
+    ambient: Ty,
+    /// Who owns the ambient row, for messages: a function name, or None for a lambda.
+    owner: Option<Name>,
+    depth: usize,
+    too_deep: bool,
+    errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+}
+
+fn is_lambda(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Lambda(_))
+}
+
+/// The constructor a global value stands for (`import std/option (Some as S)` binds `S`).
+fn real_ctor_name(v: &Value) -> Option<Name> {
+    match v {
+        Value::Ctor(c) => Some(c.name.clone()),
+        Value::Func(f) => match &**f {
+            Callable::Ctor { name, .. } => Some(name.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = if ca == *cb { 0 } else { 1 };
+            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, c)| *d <= (name.chars().count() / 3).min(3) && *c != name)
+        .min()
+        .map(|(_, c)| c)
+}
+
+impl<'p> Checker<'p> {
+    fn new(program: &'p Program, options: Options) -> Self {
+        let mut s = Subst::with_capacity(program.module.decls.len() * 64);
+        let ambient = Ty::closed_row();
+        s.level = 1;
+        Checker {
+            program,
+            options,
+            s,
+            types: HashMap::new(),
+            ctors: HashMap::new(),
+            variants: HashMap::new(),
+            globals: HashMap::new(),
+            poisoned: HashSet::new(),
+            lenient: false,
+            locals: Vec::with_capacity(64),
+            ambient,
+            owner: None,
+            depth: 0,
+            too_deep: false,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn error(&mut self, d: Diagnostic) {
+        if self.errors.len() < MAX_ERRORS && !self.errors.iter().any(|e| e.pos == d.pos && e.message == d.message) {
+            self.errors.push(d);
+        }
+    }
+
+    // ---- environment ----
+
+    fn run(&mut self) {
+        let module = &self.program.module;
+        for (_, decl) in STD_TYPES.iter().filter(|(m, _)| *m != "prelude") {
+            if let Ok(m) = parse_module(decl) {
+                for d in m.decls {
+                    if let Decl::Type(t) = d {
+                        self.add_type(&t);
+                    }
                 }
             }
-            Decl::Test { body, .. } => checker.expr(body),
-            Decl::Type(_) => {}
+        }
+        for decl in &module.decls {
+            if let Decl::Type(t) = decl {
+                self.add_type(t);
+            }
+        }
+        // Constructors in scope, as the loader bound them.
+        let mut names: Vec<&Name> = self.program.ctor_arity.keys().collect();
+        names.sort();
+        for local in names {
+            let Some(real) = self.program.globals.get(local).and_then(real_ctor_name) else { continue };
+            if let Some(info) = self.ctor_info(&real) {
+                self.ctors.insert(local.clone(), info);
+            }
+        }
+        self.bind_imports();
+        // Declared functions: their annotated signatures, quantified.
+        let funcs: Vec<Rc<FuncDecl>> = module
+            .decls
+            .iter()
+            .filter_map(|d| match d {
+                Decl::Func(f) => Some(f.clone()),
+                _ => None,
+            })
+            .collect();
+        for f in &funcs {
+            let scheme = self.declared_scheme(f);
+            self.globals.insert(f.name.clone(), Global::Known(scheme));
+        }
+        for decl in &module.decls {
+            if self.too_deep {
+                break;
+            }
+            match decl {
+                Decl::Func(f) => self.check_func(f),
+                Decl::Test { body, .. } if self.options.full => {
+                    self.enter_scope(None, Ty::closed_row());
+                    let t = self.infer(body);
+                    self.expect(&Ty::con("bool"), &t, body.pos, "a test declaration must be a bool");
+                }
+                _ => {}
+            }
         }
     }
-    checker.errors.into_iter().map(|d| d.in_file(file)).collect()
-}
 
-struct Checker<'a> {
-    globals: &'a Program,
-    locals: Vec<Name>,
-    errors: Vec<Diagnostic>,
-}
-
-impl Checker<'_> {
-    fn bound(&self, name: &str) -> bool {
-        self.locals.iter().any(|l| &**l == name) || self.globals.globals.contains_key(name)
+    fn add_type(&mut self, t: &TypeDecl) {
+        let def = TypeDef { params: t.params.clone(), body: t.body.clone() };
+        if let TypeBody::Variants(vs) = &t.body {
+            self.variants.insert(t.name.clone(), vs.iter().map(|v| (v.name.clone(), v.fields.len())).collect());
+        }
+        self.types.insert(t.name.clone(), Rc::new(def));
     }
 
-    fn arity(&mut self, name: &Name, got: usize, pos: Pos) {
-        let Some(&expected) = self.globals.ctor_arity.get(name) else {
-            self.errors.push(Diagnostic::at("TC002", format!("unknown constructor: {name}"), pos));
-            return;
+    /// The scheme of constructor `real`, from its type's declaration.
+    fn ctor_info(&mut self, real: &Name) -> Option<CtorInfo> {
+        let (type_name, def) = self.types.iter().find_map(|(n, d)| match &d.body {
+            TypeBody::Variants(vs) if vs.iter().any(|v| &v.name == real) => Some((n.clone(), d.clone())),
+            _ => None,
+        })?;
+        let TypeBody::Variants(vs) = &def.body else { return None };
+        let variant = vs.iter().find(|v| &v.name == real)?;
+        let saved = self.s.level;
+        self.s.level = 1;
+        let mut tvars: HashMap<Name, Ty> = HashMap::new();
+        let args: Vec<Ty> = def
+            .params
+            .iter()
+            .map(|p| {
+                let v = self.s.fresh();
+                tvars.insert(p.clone(), v.clone());
+                v
+            })
+            .collect();
+        let result = Ty::con_args(type_name.clone(), args);
+        let fields: Vec<Ty> = variant.fields.iter().map(|f| self.ty_of(f, &mut tvars, variant.pos, false)).collect();
+        let arity = fields.len();
+        let ty = if fields.is_empty() { result } else { Ty::func(fields, result, Ty::closed_row()) };
+        self.s.level = 0;
+        let scheme = self.s.generalize(&ty);
+        self.s.level = saved;
+        Some(CtorInfo { scheme, arity })
+    }
+
+    fn bind_imports(&mut self) {
+        for b in catalog::BUILTINS.iter().filter(|b| b.module == "prelude") {
+            self.globals.insert(b.name.into(), Global::Std(b));
+        }
+        let imports = &self.program.module.imports;
+        for import in imports.iter().filter(|i| i.items.is_none()) {
+            if crate::stdlib::module(&import.path).is_none() {
+                self.lenient = true;
+                continue;
+            }
+            for b in catalog::BUILTINS.iter().filter(|b| b.module == import.path) {
+                self.globals.insert(b.name.into(), Global::Std(b));
+            }
+        }
+        for import in imports {
+            let Some(items) = &import.items else { continue };
+            for item in items {
+                match catalog::lookup(&import.path, &item.name) {
+                    Some(b) => {
+                        self.globals.insert(item.local_name().clone(), Global::Std(b));
+                    }
+                    None => {
+                        if !self.ctors.contains_key(item.local_name()) {
+                            self.poisoned.insert(item.local_name().clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn std_scheme(&mut self, b: &Builtin) -> Scheme {
+        let (constraint, sig) = match b.signature.split_once("=>") {
+            Some((c, sig)) => (Some(c.trim()), sig.trim()),
+            None => (None, b.signature),
         };
-        // `C()` passes a unit argument to a one-field constructor.
-        if expected != got && !(expected == 1 && got == 0) {
-            self.errors.push(Diagnostic::at(
-                "TC001",
-                format!("constructor {name} expects {expected} argument(s), got {got}"),
-                pos,
-            ));
+        let saved = self.s.level;
+        self.s.level = 1;
+        let mut tvars = HashMap::new();
+        let ty = match parse_type(sig) {
+            Ok(te) => self.ty_of(&te, &mut tvars, Pos::default(), false),
+            Err(_) => self.s.fresh(),
+        };
+        if let Some((class, var)) = constraint.and_then(|c| c.split_once(' '))
+            && let Some(Ty::Var(v)) = tvars.get(var.trim())
+        {
+            let class = match class {
+                "Num" => NUM,
+                "Eq" => EQ,
+                _ => ORD,
+            };
+            let _ = self.s.require(class, &Ty::Var(*v));
+        }
+        self.s.level = 0;
+        let scheme = self.s.generalize(&ty);
+        self.s.level = saved;
+        scheme
+    }
+
+    /// The type a function's annotations give it: annotated parts quantified, missing
+    /// parts shared monomorphic variables the body will fix.
+    fn declared_scheme(&mut self, f: &FuncDecl) -> Scheme {
+        let saved = self.s.level;
+        let mut tvars = HashMap::new();
+        let mut params = Vec::new();
+        for p in &f.params {
+            params.push(match &p.ty {
+                Some(te) => {
+                    self.s.level = 1;
+                    self.ty_of(te, &mut tvars, p.pos, true)
+                }
+                None => {
+                    self.s.level = 0;
+                    self.s.fresh()
+                }
+            });
+        }
+        self.s.level = if f.ret.is_some() { 1 } else { 0 };
+        let ret = match &f.ret {
+            Some(te) => self.ty_of(te, &mut tvars, f.pos, true),
+            None => self.s.fresh(),
+        };
+        self.s.level = 1;
+        let effects = self.effect_row(f.effects.as_ref(), &mut tvars);
+        let ty = Ty::func(params, ret, effects);
+        self.s.level = 0;
+        let scheme = self.s.generalize(&ty);
+        self.s.level = saved;
+        scheme
+    }
+
+    fn effect_row(&mut self, row: Option<&EffectRow>, tvars: &mut HashMap<Name, Ty>) -> Ty {
+        let Some(row) = row else { return Ty::closed_row() };
+        let labels: BTreeMap<Name, Ty> = row.labels.iter().map(|l| (l.clone(), Ty::unit())).collect();
+        let tail = row.tail.as_ref().map(|t| match tvars.get(t) {
+            Some(Ty::Var(v)) => *v,
+            _ => {
+                let v = self.s.fresh_id(0);
+                tvars.insert(t.clone(), Ty::Var(v));
+                v
+            }
+        });
+        Ty::row(labels, tail)
+    }
+
+    /// A written type as a checker type. Lower-case unknown names are type variables.
+    fn ty_of(&mut self, te: &TypeExpr, tvars: &mut HashMap<Name, Ty>, pos: Pos, report: bool) -> Ty {
+        self.ty_of_depth(te, tvars, pos, report, 0)
+    }
+
+    fn ty_of_depth(
+        &mut self,
+        te: &TypeExpr,
+        tvars: &mut HashMap<Name, Ty>,
+        pos: Pos,
+        report: bool,
+        depth: usize,
+    ) -> Ty {
+        if depth > 64 || stack::exhausted() {
+            return self.s.fresh();
+        }
+        match te {
+            TypeExpr::Unit => Ty::unit(),
+            TypeExpr::List(inner) => Ty::list(self.ty_of_depth(inner, tvars, pos, report, depth + 1)),
+            TypeExpr::Tuple(items) => {
+                Ty::Tuple(items.iter().map(|i| self.ty_of_depth(i, tvars, pos, report, depth + 1)).collect())
+            }
+            TypeExpr::Record { fields, open } => {
+                let labels = fields
+                    .iter()
+                    .map(|(k, t)| (k.clone(), self.ty_of_depth(t, tvars, pos, report, depth + 1)))
+                    .collect();
+                let tail = if *open { Some(self.s.fresh_id(0)) } else { None };
+                Ty::record(Ty::row(labels, tail))
+            }
+            TypeExpr::Func(params, ret, effects) => {
+                let mut ps: Vec<Ty> =
+                    params.iter().map(|p| self.ty_of_depth(p, tvars, pos, report, depth + 1)).collect();
+                if ps.is_empty() {
+                    ps.push(Ty::unit());
+                }
+                let r = self.ty_of_depth(ret, tvars, pos, report, depth + 1);
+                let e = self.effect_row(effects.as_ref(), tvars);
+                Ty::func(ps, r, e)
+            }
+            TypeExpr::Named(name, args) => {
+                if let Some(t) = tvars.get(name) {
+                    return t.clone();
+                }
+                let mut args: Vec<Ty> =
+                    args.iter().map(|a| self.ty_of_depth(a, tvars, pos, report, depth + 1)).collect();
+                match &**name {
+                    "int" | "float" | "string" | "bool" | "bytes" if args.is_empty() => {
+                        return Ty::con_args(name.clone(), args);
+                    }
+                    "unit" if args.is_empty() => return Ty::unit(),
+                    _ => {}
+                }
+                if let Some(def) = self.types.get(name).cloned() {
+                    args.resize_with(def.params.len(), || self.s.fresh());
+                    return match &def.body {
+                        TypeBody::Variants(_) => Ty::con_args(name.clone(), args),
+                        TypeBody::Alias(body) => {
+                            let mut inner: HashMap<Name, Ty> = def.params.iter().cloned().zip(args).collect();
+                            self.ty_of_depth(body, &mut inner, pos, report, depth + 1)
+                        }
+                    };
+                }
+                if name.starts_with(|c: char| c.is_lowercase()) || name.starts_with('_') {
+                    let v = self.s.fresh();
+                    tvars.insert(name.clone(), v.clone());
+                    return v;
+                }
+                if report {
+                    let known: Vec<&str> = self.types.keys().map(|k| &**k).collect();
+                    let mut d = Diagnostic::at("TC002", format!("unknown type: {name}"), pos);
+                    if let Some(c) = closest(name, known.into_iter().chain(["int", "float", "string", "bool"])) {
+                        d = d.with_suggestion(format!("did you mean {c}?"));
+                    } else if &**name == "Json" {
+                        d = d.with_suggestion("import it: import std/json (Json)");
+                    }
+                    self.error(d);
+                }
+                self.s.fresh()
+            }
         }
     }
 
-    fn expr(&mut self, e: &Expr) {
+    // ---- functions ----
+
+    fn enter_scope(&mut self, owner: Option<Name>, ambient: Ty) {
+        self.locals.clear();
+        self.owner = owner;
+        self.ambient = ambient;
+        self.s.level = 1;
+    }
+
+    fn check_func(&mut self, f: &Rc<FuncDecl>) {
+        let Some(Global::Known(scheme)) = self.globals.get(&f.name) else { return };
+        let scheme = scheme.clone();
+        self.s.level = 1;
+        let Ty::Func(params, ret, effects) = self.s.instantiate(&scheme) else { return };
+        self.enter_scope(Some(f.name.clone()), (*effects).clone());
+        for (p, t) in f.params.iter().zip(params.iter()) {
+            self.locals.push((p.name.clone(), Scheme::mono(t.clone())));
+        }
+        let body = self.infer(&f.body);
+        let what = format!("the body of '{}' must have its declared result type", f.name);
+        self.expect(&ret, &body, f.body.pos, &what);
+        if self.options.full {
+            self.ambient = self.s.open_row();
+            for e in &f.requires {
+                let t = self.infer(e);
+                self.expect(&Ty::con("bool"), &t, e.pos, "a requires clause must be a bool");
+            }
+            self.locals.push(("result".into(), Scheme::mono((*ret).clone())));
+            for e in &f.ensures {
+                let t = self.infer(e);
+                self.expect(&Ty::con("bool"), &t, e.pos, "an ensures clause must be a bool");
+            }
+            self.s.default_numbers(&Ty::Func(params.clone(), ret.clone(), effects.clone()));
+            for row in &f.tests {
+                self.check_test_row(f, &scheme, row);
+            }
+        } else {
+            self.s.default_numbers(&Ty::Func(params, ret, effects));
+        }
+    }
+
+    fn check_test_row(&mut self, f: &FuncDecl, scheme: &Scheme, row: &TestRow) {
+        self.enter_scope(None, Ty::closed_row());
+        self.ambient = self.s.open_row();
+        let Ty::Func(params, ret, _) = self.s.instantiate(scheme) else { return };
+        let input = self.infer(&row.input);
+        let expected = self.infer(&row.expected);
+        let want = if params.len() > 1 { Ty::Tuple(params) } else { params[0].clone() };
+        let what = format!("a test row's input must match the parameters of '{}'", f.name);
+        self.expect(&want, &input, row.input.pos, &what);
+        let what = format!("a test row's expected value must match the result of '{}'", f.name);
+        self.expect(&ret, &expected, row.expected.pos, &what);
+    }
+
+    // ---- diagnostics for failed unifications ----
+
+    fn expect(&mut self, expected: &Ty, found: &Ty, pos: Pos, what: &str) -> bool {
+        self.expect_with(expected, found, pos, &|| what.to_string())
+    }
+
+    /// `expect` with the context built only when there is an error to explain.
+    fn expect_with(&mut self, expected: &Ty, found: &Ty, pos: Pos, what: &dyn Fn() -> String) -> bool {
+        match self.s.unify(expected, found) {
+            Ok(()) => true,
+            Err(e) => {
+                let what = what();
+                let what = what.as_str();
+                let d = self.explain(e, expected, found, pos, what);
+                self.error(d);
+                false
+            }
+        }
+    }
+
+    fn explain(&mut self, err: UnifyError, expected: &Ty, found: &Ty, pos: Pos, what: &str) -> Diagnostic {
+        let mut p = Printer::new(&self.s);
+        match err {
+            UnifyError::Mismatch(a, b) => {
+                let (e, f) = (p.show(expected), p.show(found));
+                let (ia, ib) = (p.show(&a), p.show(&b));
+                let mut message = format!("type mismatch: expected {e}, found {f}");
+                if (ia.as_str(), ib.as_str()) != (e.as_str(), f.as_str()) {
+                    message.push_str(&format!(" ({ia} vs {ib})"));
+                }
+                let mut d = Diagnostic::at("TC001", format!("{message}: {what}"), pos);
+                if let Some(fix) = mismatch_fix(&ia, &ib) {
+                    d = d.with_suggestion(fix);
+                }
+                d
+            }
+            UnifyError::Occurs(a, b) => Diagnostic::at(
+                "TC004",
+                format!("infinite type: {} would have to contain itself ({}): {what}", p.show(&a), p.show(&b)),
+                pos,
+            ),
+            UnifyError::MissingLabel { label, has, effect: false } => {
+                let list = has.iter().map(|h| h.to_string()).collect::<Vec<_>>().join(", ");
+                let mut d = Diagnostic::at(
+                    "TC001",
+                    format!("record field '{label}' is missing (the record has: {list}): {what}"),
+                    pos,
+                );
+                if let Some(c) = closest(&label, has.iter().map(|h| &**h)) {
+                    d = d.with_suggestion(format!("did you mean '{c}'?"));
+                }
+                d
+            }
+            UnifyError::MissingLabel { label, .. } => {
+                Diagnostic::at("TC009", format!("effect {label} is not allowed here: {what}"), pos)
+                    .with_suggestion(format!("declare it in the function's signature: ! {{{label}}}"))
+            }
+            UnifyError::Class { class, ty } => {
+                let shown = p.show(&ty);
+                let wanted = match class {
+                    NUM => "a number (int or float)",
+                    EQ => "a type that supports ==",
+                    _ => "a type that supports ordering (<, >)",
+                };
+                let mut d = Diagnostic::at(
+                    "TC010",
+                    format!("{shown} is not an instance of {}: expected {wanted}: {what}", class_name(class)),
+                    pos,
+                );
+                if class == NUM && shown == "string" {
+                    d = d.with_suggestion("strings do not add up; join them with interpolation \"${a}${b}\"");
+                } else if class == EQ && matches!(ty, Ty::Func(..)) {
+                    d = d.with_suggestion("functions cannot be compared; compare their results");
+                }
+                d
+            }
+        }
+    }
+
+    // ---- expressions ----
+
+    fn lookup(&mut self, name: &Name, pos: Pos) -> Ty {
+        if let Some((_, scheme)) = self.locals.iter().rev().find(|(n, _)| n == name) {
+            return self.s.instantiate(scheme);
+        }
+        if let Some(Global::Known(scheme)) = self.globals.get(name) {
+            return self.s.instantiate(scheme);
+        }
+        if let Some(global) = self.globals.get(name) {
+            let scheme = match global {
+                Global::Known(s) => s.clone(),
+                Global::Std(b) => {
+                    let b: &Builtin = b;
+                    let s = self.std_scheme(b);
+                    self.globals.insert(name.clone(), Global::Known(s.clone()));
+                    s
+                }
+            };
+            return self.s.instantiate(&scheme);
+        }
+        if let Some(info) = self.ctors.get(name) {
+            let scheme = info.scheme.clone();
+            return self.s.instantiate(&scheme);
+        }
+        if !self.poisoned.contains(name) && !self.lenient {
+            let ctor = name.starts_with(|c: char| c.is_uppercase());
+            let what = if ctor { "unknown constructor" } else { "unbound variable" };
+            let mut d = Diagnostic::at("TC002", format!("{what}: {name}"), pos);
+            let candidates: Vec<String> = self
+                .locals
+                .iter()
+                .map(|(n, _)| n.to_string())
+                .chain(self.globals.keys().map(|k| k.to_string()))
+                .chain(self.ctors.keys().map(|k| k.to_string()))
+                .collect();
+            if let Some(c) = closest(name, candidates.iter().map(|s| s.as_str())) {
+                d = d.with_suggestion(format!("did you mean '{c}'?"));
+            } else {
+                let std_names = catalog::BUILTINS.iter().filter(|b| b.module != "prelude");
+                let exact = std_names.clone().find(|b| b.name == &**name);
+                let near = closest(name, std_names.clone().map(|b| b.name))
+                    .and_then(|n| std_names.clone().find(|b| b.name == n));
+                if let Some(b) = exact.or(near) {
+                    d = d.with_suggestion(format!("import it: import {} ({})", b.module, b.name));
+                }
+            }
+            self.error(d);
+        }
+        self.s.fresh()
+    }
+
+    fn infer(&mut self, e: &Expr) -> Ty {
+        if self.too_deep {
+            return self.s.fresh();
+        }
+        self.depth += 1;
+        if self.depth > MAX_DEPTH || stack::exhausted() {
+            self.too_deep = true;
+            self.error(
+                Diagnostic::at("TC999", "expression nested too deeply to type-check", e.pos)
+                    .with_suggestion("split it into smaller functions or let bindings"),
+            );
+            self.depth -= 1;
+            return self.s.fresh();
+        }
+        let t = self.infer_inner(e);
+        self.depth -= 1;
+        t
+    }
+
+    fn infer_inner(&mut self, e: &Expr) -> Ty {
         match &e.kind {
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::Unit => {}
+            ExprKind::Int(_) => self.s.fresh_with(NUM),
+            ExprKind::Float(_) => Ty::con("float"),
+            ExprKind::Str(_) => Ty::con("string"),
+            ExprKind::Bool(_) => Ty::con("bool"),
+            ExprKind::Unit => Ty::unit(),
             ExprKind::Interp(parts) => {
                 for part in parts {
                     if let InterpPart::Expr(x) = part {
-                        self.expr(x);
+                        self.infer(x);
                     }
                 }
+                Ty::con("string")
             }
-            ExprKind::Var(name) => {
-                if !self.bound(name) {
-                    let what = if name.starts_with(|c: char| c.is_uppercase()) {
-                        "unknown constructor"
-                    } else {
-                        "unbound variable"
-                    };
-                    self.errors.push(Diagnostic::at("TC002", format!("{what}: {name}"), e.pos));
-                }
+            ExprKind::Var(name) => self.lookup(name, e.pos),
+            ExprKind::Call(callee, args) => self.infer_call(callee, args),
+            ExprKind::Field(base, field) => {
+                let bt = self.infer(base);
+                self.field_type(&bt, field, base.pos)
             }
-            ExprKind::Call(callee, args) => {
-                match &callee.kind {
-                    ExprKind::Var(name)
-                        if !self.locals.iter().any(|l| l == name) && self.globals.ctor_arity.contains_key(name) =>
-                    {
-                        self.arity(name, args.len(), callee.pos)
+            ExprKind::Record(fields) => {
+                let mut labels = BTreeMap::new();
+                let mut seen = HashSet::new();
+                for (name, value) in fields {
+                    if !seen.insert(name.clone()) {
+                        self.error(Diagnostic::at("TC001", format!("duplicate field '{name}' in record"), e.pos));
                     }
-                    _ => self.expr(callee),
+                    let t = self.infer(value);
+                    labels.entry(name.clone()).or_insert(t);
                 }
-                for a in args {
-                    self.expr(a);
-                }
+                Ty::record(Ty::row(labels, None))
             }
-            ExprKind::Field(base, _) => self.expr(base),
-            ExprKind::Record(fields) => self.fields(fields, e.pos),
             ExprKind::RecordUpdate(base, fields) => {
-                self.expr(base);
-                self.fields(fields, e.pos);
-            }
-            ExprKind::Tuple(items) | ExprKind::List(items) => {
-                for i in items {
-                    self.expr(i);
+                let bt = self.infer(base);
+                let row = self.s.open_row();
+                self.expect(&Ty::record(row.clone()), &bt, base.pos, "only a record can be updated");
+                let (mut labels, tail) = self.s.row(&row);
+                let mut seen = HashSet::new();
+                for (name, value) in fields {
+                    if !seen.insert(name.clone()) {
+                        self.error(Diagnostic::at("TC001", format!("duplicate field '{name}' in record"), e.pos));
+                    }
+                    let t = self.infer(value);
+                    labels.insert(name.clone(), t);
                 }
+                Ty::record(Ty::row(labels, tail))
             }
-            ExprKind::Lambda(lambda) => {
-                let base = self.locals.len();
-                for p in &lambda.params {
-                    self.locals.push(p.name.clone());
+            ExprKind::Tuple(items) => Ty::Tuple(items.iter().map(|i| self.infer(i)).collect()),
+            ExprKind::List(items) => {
+                let elem = self.s.fresh();
+                for item in items {
+                    let t = self.infer(item);
+                    self.expect(&elem, &t, item.pos, "list items must all have the same type");
                 }
-                self.expr(&lambda.body);
-                self.locals.truncate(base);
+                Ty::list(elem)
             }
+            ExprKind::Lambda(lambda) => self.infer_lambda(lambda, None),
             ExprKind::If(c, t, f) => {
-                self.expr(c);
-                self.expr(t);
-                self.expr(f);
+                let ct = self.infer(c);
+                self.expect(&Ty::con("bool"), &ct, c.pos, "an if condition must be a bool");
+                let tt = self.infer(t);
+                let ft = self.infer(f);
+                self.expect(&tt, &ft, f.pos, "both branches of an if must have the same type");
+                tt
             }
             ExprKind::Match(scrutinee, arms) => {
-                self.expr(scrutinee);
+                let st = self.infer(scrutinee);
+                let result = self.s.fresh();
                 for arm in arms {
                     let base = self.locals.len();
-                    self.pattern(&arm.pat);
+                    self.pattern(&arm.pat, &st);
                     if let Some(g) = &arm.guard {
-                        self.expr(g);
+                        let gt = self.infer(g);
+                        self.expect(&Ty::con("bool"), &gt, g.pos, "a match guard must be a bool");
                     }
-                    self.expr(&arm.body);
+                    let bt = self.infer(&arm.body);
+                    self.expect(&result, &bt, arm.body.pos, "every match arm must have the same type");
                     self.locals.truncate(base);
                 }
+                if self.options.full {
+                    self.exhaustive(&st, arms, e.pos);
+                }
+                result
             }
             ExprKind::Let { pat, value, body, recursive } => {
                 let base = self.locals.len();
-                if *recursive {
-                    self.pattern(pat);
-                    self.expr(value);
-                } else {
-                    self.expr(value);
-                    self.pattern(pat);
-                }
-                self.expr(body);
+                self.bind_let(pat, value, *recursive);
+                let t = self.infer(body);
                 self.locals.truncate(base);
+                t
             }
             ExprKind::Block(stmts) => {
                 let base = self.locals.len();
+                let mut last = Ty::unit();
                 for stmt in stmts {
                     match stmt {
                         Stmt::Let { pat, value, .. } => {
-                            self.expr(value);
-                            self.pattern(pat);
+                            self.bind_let(pat, value, false);
+                            last = Ty::unit();
                         }
-                        Stmt::Expr(x) => self.expr(x),
+                        Stmt::Expr(x) => last = self.infer(x),
                     }
                 }
                 self.locals.truncate(base);
+                last
             }
-            ExprKind::Unary(_, x) => self.expr(x),
-            ExprKind::Binary(_, l, r) => {
-                self.expr(l);
-                self.expr(r);
+            ExprKind::Unary(op, x) => {
+                let t = self.infer(x);
+                match op {
+                    UnaryOp::Neg => {
+                        let n = self.s.fresh_with(NUM);
+                        self.expect(&n, &t, x.pos, "'-' negates a number");
+                        n
+                    }
+                    UnaryOp::Not => {
+                        self.expect(&Ty::con("bool"), &t, x.pos, "'not' takes a bool");
+                        Ty::con("bool")
+                    }
+                    UnaryOp::BitNot => {
+                        self.expect(&Ty::con("int"), &t, x.pos, "'~' takes an int");
+                        Ty::con("int")
+                    }
+                }
+            }
+            ExprKind::Binary(op, l, r) => self.infer_binary(*op, l, r),
+        }
+    }
+
+    fn infer_binary(&mut self, op: BinOp, l: &Expr, r: &Expr) -> Ty {
+        let lt = self.infer(l);
+        let rt = self.infer(r);
+        let sym = op.symbol();
+        match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::Pow => {
+                let n = self.s.fresh_with(NUM);
+                let what = format!("'{sym}' takes two numbers of the same type");
+                if self.expect(&n, &lt, l.pos, &what) {
+                    self.expect(&n, &rt, r.pos, &what);
+                }
+                n
+            }
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+                let class = if matches!(op, BinOp::Eq | BinOp::Ne) { EQ } else { ORD };
+                let v = self.s.fresh_with(class);
+                let what = format!("'{sym}' compares two values of the same type");
+                if self.expect(&v, &lt, l.pos, &what) {
+                    self.expect(&v, &rt, r.pos, &what);
+                }
+                Ty::con("bool")
+            }
+            BinOp::And | BinOp::Or => {
+                let what = format!("'{sym}' takes two bools");
+                self.expect(&Ty::con("bool"), &lt, l.pos, &what);
+                self.expect(&Ty::con("bool"), &rt, r.pos, &what);
+                Ty::con("bool")
+            }
+            BinOp::BitAnd | BinOp::BitXor | BinOp::Shl | BinOp::Shr => {
+                let what = format!("'{sym}' takes two ints");
+                self.expect(&Ty::con("int"), &lt, l.pos, &what);
+                self.expect(&Ty::con("int"), &rt, r.pos, &what);
+                Ty::con("int")
+            }
+            BinOp::Cons => {
+                let list = Ty::list(lt);
+                self.expect(&list, &rt, r.pos, "'::' puts an item in front of a list of that item's type");
+                list
+            }
+            BinOp::Append => {
+                let elem = self.s.fresh();
+                let list = Ty::list(elem);
+                for (t, x) in [(&lt, l), (&rt, r)] {
+                    if matches!(self.s.shallow(t), Ty::Con(ref n, _) if &**n == "string") {
+                        self.error(Diagnostic::at("TC001", "'++' joins lists, not strings", x.pos).with_suggestion(
+                            "join strings with interpolation \"${a}${b}\" or std/string concat([a, b])",
+                        ));
+                        return Ty::con("string");
+                    }
+                    if !self.expect(&list, t, x.pos, "'++' joins two lists of the same type") {
+                        break;
+                    }
+                }
+                list
             }
         }
     }
 
-    fn fields(&mut self, fields: &[(Name, Expr)], pos: Pos) {
-        let mut seen: HashMap<&str, ()> = HashMap::new();
-        for (name, value) in fields {
-            if seen.insert(name, ()).is_some() {
-                self.errors.push(Diagnostic::at("TC001", format!("duplicate field '{name}' in record"), pos));
-            }
-            self.expr(value);
-        }
-    }
-
-    fn pattern(&mut self, p: &Pattern) {
-        match &p.kind {
-            PatKind::Var(name) => self.locals.push(name.clone()),
-            PatKind::Ctor(name, args) => {
-                self.arity(name, args.len(), p.pos);
+    fn infer_call(&mut self, callee: &Expr, args: &[Expr]) -> Ty {
+        let unit_arg = [Expr { kind: ExprKind::Unit, pos: callee.pos }];
+        // `f()` passes one unit argument.
+        let args: &[Expr] = if args.is_empty() { &unit_arg } else { args };
+        let name = match &callee.kind {
+            ExprKind::Var(n) => Some(n.clone()),
+            _ => None,
+        };
+        if let Some(n) = &name
+            && !self.locals.iter().any(|(l, _)| l == n)
+            && let Some(info) = self.ctors.get(n)
+        {
+            let got = if std::ptr::eq(args.as_ptr(), unit_arg.as_ptr()) { 0 } else { args.len() };
+            if info.arity != got && !(info.arity == 1 && got == 0) {
+                let message = format!("constructor {n} expects {} argument(s), got {got}", info.arity);
+                self.error(Diagnostic::at("TC001", message, callee.pos));
                 for a in args {
-                    self.pattern(a);
+                    self.infer(a);
+                }
+                return self.s.fresh();
+            }
+        }
+        let ft = self.infer(callee);
+        let shown = name.as_deref().map(|n| format!("'{n}'")).unwrap_or_else(|| "the function".into());
+        let (params, ret, effects) = match self.s.shallow(&ft) {
+            Ty::Func(ps, r, e) => {
+                if ps.len() != args.len() {
+                    let message = format!("{shown} expects {} argument(s), got {}", ps.len(), args.len());
+                    self.error(Diagnostic::at("TC001", message, callee.pos));
+                    for a in args {
+                        self.infer(a);
+                    }
+                    return (*r).clone();
+                }
+                (ps.to_vec(), (*r).clone(), (*e).clone())
+            }
+            Ty::Var(_) => {
+                let ps: Vec<Ty> = args.iter().map(|_| self.s.fresh()).collect();
+                let (r, e) = (self.s.fresh(), self.s.open_row());
+                let f = Ty::func(ps.clone(), r.clone(), e.clone());
+                if !self.expect(&f, &ft, callee.pos, &format!("{shown} is called")) {
+                    for a in args {
+                        self.infer(a);
+                    }
+                    return r;
+                }
+                (ps, r, e)
+            }
+            other => {
+                let shown_ty = Printer::new(&self.s).show(&other);
+                self.error(Diagnostic::at(
+                    "TC001",
+                    format!("{shown} is not a function (it is {shown_ty})"),
+                    callee.pos,
+                ));
+                for a in args {
+                    self.infer(a);
+                }
+                return self.s.fresh();
+            }
+        };
+        // Other arguments first, then lambdas against what is known of their parameter.
+        for pass in [false, true] {
+            for (i, (arg, param)) in args.iter().zip(&params).enumerate() {
+                if is_lambda(arg) != pass {
+                    continue;
+                }
+                let at = match &arg.kind {
+                    ExprKind::Lambda(l) => self.infer_lambda(l, Some(param)),
+                    _ => self.infer(arg),
+                };
+                self.expect_with(param, &at, arg.pos, &|| format!("argument {} of {shown}", i + 1));
+            }
+        }
+        self.use_effects(&effects, &shown, callee.pos);
+        ret
+    }
+
+    /// Calling something with effect row `effects` from the current code.
+    fn use_effects(&mut self, effects: &Ty, callee: &str, pos: Pos) {
+        let (labels, tail) = self.s.row(effects);
+        let (allowed, open) = self.s.row(&self.ambient);
+        for label in labels.keys() {
+            if allowed.contains_key(label) {
+                continue;
+            }
+            if let Some(t) = open {
+                let fresh = self.s.fresh_id(0);
+                let _ = self.s.unify(&Ty::Var(t), &Ty::row([(label.clone(), Ty::unit())].into(), Some(fresh)));
+                continue;
+            }
+            let d = match &self.owner {
+                Some(f) => Diagnostic::at(
+                    "TC009",
+                    format!("{callee} needs the {label} effect, but '{f}' does not declare it"),
+                    pos,
+                )
+                .with_suggestion(format!(
+                    "declare it: func {f}(…) -> … ! {{{label}}}, and grant it at run time with --caps {label}"
+                )),
+                None => Diagnostic::at(
+                    "TC009",
+                    format!("{callee} needs the {label} effect, but this function must be pure where it is used"),
+                    pos,
+                )
+                .with_suggestion("use the effectful variant (mapE, filterE, foldlE, flatMapE, forEachE)"),
+            };
+            self.error(d);
+            return;
+        }
+        if let Some(t) = tail {
+            let (allowed, open) = self.s.row(&self.ambient);
+            if open != Some(t) {
+                let rest: BTreeMap<Name, Ty> = allowed.into_iter().filter(|(k, _)| !labels.contains_key(k)).collect();
+                let _ = self.s.unify(&Ty::Var(t), &Ty::row(rest, open));
+            }
+        }
+    }
+
+    fn infer_lambda(&mut self, lambda: &Lambda, expected: Option<&Ty>) -> Ty {
+        let expected = expected.map(|t| self.s.shallow(t));
+        let (hint_params, hint_effects) = match &expected {
+            Some(Ty::Func(ps, _, e)) if ps.len() == lambda.params.len() => (Some(ps.clone()), Some((**e).clone())),
+            _ => (None, None),
+        };
+        let base = self.locals.len();
+        let mut tvars = HashMap::new();
+        let mut params = Vec::new();
+        for (i, p) in lambda.params.iter().enumerate() {
+            let hint = hint_params.as_ref().map(|ps| ps[i].clone());
+            let t = match (&p.ty, hint) {
+                (Some(te), hint) => {
+                    let t = self.ty_of(te, &mut tvars, p.pos, true);
+                    if let Some(h) = hint {
+                        let _ = self.s.unify(&h, &t);
+                    }
+                    t
+                }
+                (None, Some(h)) => h,
+                (None, None) => self.s.fresh(),
+            };
+            self.locals.push((p.name.clone(), Scheme::mono(t.clone())));
+            params.push(t);
+        }
+        let effects = match (&lambda.effects, hint_effects) {
+            (Some(row), _) => self.effect_row(Some(row), &mut tvars),
+            (None, Some(e)) => e,
+            (None, None) => self.s.open_row(),
+        };
+        let saved_ambient = std::mem::replace(&mut self.ambient, effects.clone());
+        let saved_owner = self.owner.take();
+        let body = self.infer(&lambda.body);
+        if let Some(te) = &lambda.ret {
+            let r = self.ty_of(te, &mut tvars, lambda.body.pos, true);
+            self.expect(&r, &body, lambda.body.pos, "the function's body must have its declared result type");
+        }
+        self.ambient = saved_ambient;
+        self.owner = saved_owner;
+        self.locals.truncate(base);
+        Ty::func(params, body, effects)
+    }
+
+    fn bind_let(&mut self, pat: &Pattern, value: &Expr, recursive: bool) {
+        if let PatKind::Var(name) = &pat.kind {
+            self.s.level += 1;
+            let t = if recursive {
+                let v = self.s.fresh();
+                self.locals.push((name.clone(), Scheme::mono(v.clone())));
+                let t = self.infer(value);
+                self.expect(&v, &t, value.pos, "a recursive binding keeps one type");
+                self.locals.pop();
+                t
+            } else {
+                self.infer(value)
+            };
+            self.s.level -= 1;
+            let scheme = self.s.generalize(&t);
+            self.locals.push((name.clone(), scheme));
+            return;
+        }
+        let t = self.infer(value);
+        self.pattern(pat, &t);
+    }
+
+    fn field_type(&mut self, base: &Ty, field: &Name, pos: Pos) -> Ty {
+        let result = self.s.fresh();
+        let mut target = self.s.shallow(base);
+        if let Ty::Con(name, args) = &target
+            && let Some(def) = self.types.get(name).cloned()
+            && let TypeBody::Variants(vs) = &def.body
+            && let [only] = vs.as_slice()
+            && let [inner] = only.fields.as_slice()
+        {
+            let mut tvars: HashMap<Name, Ty> = def.params.iter().cloned().zip(args.iter().cloned()).collect();
+            target = self.ty_of(inner, &mut tvars, pos, false);
+        }
+        let tail = self.s.fresh_id(0);
+        let want = Ty::record(Ty::row([(field.clone(), result.clone())].into(), Some(tail)));
+        if let Err(err) = self.s.unify(&want, &target) {
+            let d = match err {
+                UnifyError::Mismatch(..) => {
+                    let shown = Printer::new(&self.s).show(&target);
+                    Diagnostic::at("TC001", format!("cannot read field '{field}' of a value of type {shown}"), pos)
+                }
+                other => self.explain(other, &want, &target, pos, &format!("reading field '{field}'")),
+            };
+            self.error(d);
+        }
+        result
+    }
+
+    // ---- patterns ----
+
+    fn pattern(&mut self, p: &Pattern, expected: &Ty) {
+        match &p.kind {
+            PatKind::Wildcard => {}
+            PatKind::Var(name) => self.locals.push((name.clone(), Scheme::mono(expected.clone()))),
+            PatKind::Int(_) => {
+                let n = self.s.fresh_with(NUM);
+                self.expect(expected, &n, p.pos, "the pattern must match the value's type");
+            }
+            PatKind::Float(_) => {
+                self.expect(expected, &Ty::con("float"), p.pos, "the pattern must match the value's type");
+            }
+            PatKind::Str(_) => {
+                self.expect(expected, &Ty::con("string"), p.pos, "the pattern must match the value's type");
+            }
+            PatKind::Bool(_) => {
+                self.expect(expected, &Ty::con("bool"), p.pos, "the pattern must match the value's type");
+            }
+            PatKind::Unit => {
+                self.expect(expected, &Ty::unit(), p.pos, "the pattern must match the value's type");
+            }
+            PatKind::Ctor(name, args) => {
+                let Some(info) = self.ctors.get(name) else {
+                    if !self.poisoned.contains(name) && !self.lenient {
+                        let candidates: Vec<&str> = self.ctors.keys().map(|k| &**k).collect();
+                        let mut d = Diagnostic::at("TC002", format!("unknown constructor: {name}"), p.pos);
+                        if let Some(c) = closest(name, candidates.into_iter()) {
+                            d = d.with_suggestion(format!("did you mean {c}?"));
+                        }
+                        self.error(d);
+                    }
+                    for a in args {
+                        let v = self.s.fresh();
+                        self.pattern(a, &v);
+                    }
+                    return;
+                };
+                let arity = info.arity;
+                let scheme = info.scheme.clone();
+                if arity != args.len() && !(arity == 1 && args.is_empty()) {
+                    let message = format!("constructor {name} expects {arity} argument(s), got {}", args.len());
+                    self.error(Diagnostic::at("TC001", message, p.pos));
+                    return;
+                }
+                let t = self.s.instantiate(&scheme);
+                let (fields, result) = match t {
+                    Ty::Func(fs, r, _) => (fs.to_vec(), (*r).clone()),
+                    other => (Vec::new(), other),
+                };
+                self.expect(expected, &result, p.pos, &format!("constructor {name} must match the value's type"));
+                for (a, f) in args.iter().zip(&fields) {
+                    self.pattern(a, f);
                 }
             }
             PatKind::Tuple(items) => {
-                for i in items {
-                    self.pattern(i);
+                let vars: Vec<Ty> = items.iter().map(|_| self.s.fresh()).collect();
+                self.expect(expected, &Ty::tuple(vars.clone()), p.pos, "the tuple pattern must match the value's type");
+                for (i, v) in items.iter().zip(&vars) {
+                    self.pattern(i, v);
                 }
             }
             PatKind::List(items, rest) => {
+                let elem = self.s.fresh();
+                let list = Ty::list(elem.clone());
+                self.expect(expected, &list, p.pos, "the list pattern must match the value's type");
                 for i in items {
-                    self.pattern(i);
+                    self.pattern(i, &elem);
                 }
                 if let Some(r) = rest {
-                    self.pattern(r);
+                    self.pattern(r, &list);
                 }
             }
             PatKind::Cons(h, t) => {
-                self.pattern(h);
-                self.pattern(t);
+                let elem = self.s.fresh();
+                let list = Ty::list(elem.clone());
+                self.expect(expected, &list, p.pos, "the '::' pattern must match a list");
+                self.pattern(h, &elem);
+                self.pattern(t, &list);
             }
             PatKind::Record { fields, .. } => {
-                for (_, fp) in fields {
-                    self.pattern(fp);
+                let vars: Vec<(Name, Ty)> = fields.iter().map(|(n, _)| (n.clone(), self.s.fresh())).collect();
+                let tail = self.s.fresh_id(0);
+                let want = Ty::record(Ty::row(vars.iter().cloned().collect(), Some(tail)));
+                self.expect(expected, &want, p.pos, "the record pattern must match the value's type");
+                for ((_, fp), (_, v)) in fields.iter().zip(&vars) {
+                    self.pattern(fp, v);
                 }
             }
-            PatKind::Wildcard
-            | PatKind::Int(_)
-            | PatKind::Float(_)
-            | PatKind::Str(_)
-            | PatKind::Bool(_)
-            | PatKind::Unit => {}
         }
+    }
+
+    // ---- exhaustiveness ----
+
+    fn exhaustive(&mut self, scrutinee: &Ty, arms: &[Arm], pos: Pos) {
+        let pats: Vec<&Pattern> = arms.iter().filter(|a| a.guard.is_none()).map(|a| &a.pat).collect();
+        if let Some(missing) = self.missing(&pats, scrutinee, 0) {
+            self.warnings.push(
+                Diagnostic::at("ELB004", format!("non-exhaustive match: no arm matches {missing}"), pos)
+                    .with_suggestion("add an arm for it, or a final `_ => …` arm"),
+            );
+        }
+    }
+
+    /// An example of a value of type `ty` none of `pats` matches, if the checker can tell.
+    fn missing(&self, pats: &[&Pattern], ty: &Ty, depth: usize) -> Option<String> {
+        if depth > 8 || pats.iter().any(|p| irrefutable(p)) {
+            return None;
+        }
+        let ty = self.s.shallow(ty);
+        match &ty {
+            Ty::Con(n, _) if &**n == "bool" => {
+                for b in [true, false] {
+                    if !pats.iter().any(|p| matches!(p.kind, PatKind::Bool(x) if x == b)) {
+                        return Some(b.to_string());
+                    }
+                }
+                None
+            }
+            Ty::Con(n, _) if &**n == "List" => {
+                let empty = pats.iter().any(|p| matches!(&p.kind, PatKind::List(items, _) if items.is_empty()));
+                if !empty {
+                    return Some("[]".into());
+                }
+                let nonempty = pats.iter().any(|p| match &p.kind {
+                    PatKind::Cons(h, t) => irrefutable(h) && irrefutable(t),
+                    PatKind::List(items, Some(rest)) => {
+                        items.len() <= 1 && items.iter().all(irrefutable) && irrefutable(rest)
+                    }
+                    _ => false,
+                });
+                let partial = pats.iter().any(|p| matches!(&p.kind, PatKind::Cons(..) | PatKind::List(_, Some(_))))
+                    || pats.iter().any(|p| matches!(&p.kind, PatKind::List(items, None) if !items.is_empty()));
+                if nonempty || partial {
+                    // Several shapes of non-empty lists: too many cases to judge cheaply.
+                    None
+                } else {
+                    Some("a non-empty list".into())
+                }
+            }
+            Ty::Con(n, args) => {
+                let variants = self.variants.get(n)?;
+                let def = self.types.get(n)?;
+                for (ctor, arity) in variants {
+                    let rows: Vec<&Vec<Pattern>> = pats
+                        .iter()
+                        .filter_map(|p| match &p.kind {
+                            PatKind::Ctor(c, ps) if self.ctor_real(c).as_ref() == Some(ctor) => Some(ps),
+                            _ => None,
+                        })
+                        .collect();
+                    if rows.is_empty() {
+                        return Some(if *arity == 0 { ctor.to_string() } else { format!("{ctor}(…)") });
+                    }
+                    // Each field column on its own: may miss combinations, never invents one.
+                    let TypeBody::Variants(vs) = &def.body else { return None };
+                    let variant = vs.iter().find(|v| &v.name == ctor)?;
+                    for (i, field) in variant.fields.iter().enumerate() {
+                        let column: Vec<&Pattern> = rows.iter().filter_map(|ps| ps.get(i)).collect();
+                        if column.len() < rows.len() {
+                            continue;
+                        }
+                        let field_ty = self.field_of(def, args, field);
+                        if let Some(m) = self.missing(&column, &field_ty, depth + 1) {
+                            let mut shown: Vec<String> = vec!["_".into(); *arity];
+                            shown[i] = m;
+                            return Some(format!("{ctor}({})", shown.join(", ")));
+                        }
+                    }
+                }
+                None
+            }
+            Ty::Tuple(items) if !items.is_empty() => {
+                for (i, item) in items.iter().enumerate() {
+                    let column: Vec<&Pattern> = pats
+                        .iter()
+                        .filter_map(|p| match &p.kind {
+                            PatKind::Tuple(ps) => ps.get(i),
+                            _ => None,
+                        })
+                        .collect();
+                    if let Some(m) = self.missing(&column, item, depth + 1) {
+                        let mut shown: Vec<String> = vec!["_".into(); items.len()];
+                        shown[i] = m;
+                        return Some(format!("({})", shown.join(", ")));
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn ctor_real(&self, local: &Name) -> Option<Name> {
+        self.program.globals.get(local).and_then(real_ctor_name)
+    }
+
+    /// A constructor field's type at the scrutinee's type arguments, without reporting.
+    fn field_of(&self, def: &TypeDef, args: &[Ty], field: &TypeExpr) -> Ty {
+        // Only the shapes exhaustiveness needs: a named type, a type parameter or a list.
+        match field {
+            TypeExpr::Named(n, a) => match def.params.iter().position(|p| p == n) {
+                Some(i) => args.get(i).cloned().unwrap_or(Ty::unit()),
+                None => match &**n {
+                    "bool" | "int" | "float" | "string" => Ty::con(n),
+                    _ => Ty::Con(n.clone(), a.iter().map(|x| self.field_of(def, args, x)).collect()),
+                },
+            },
+            TypeExpr::List(inner) => Ty::list(self.field_of(def, args, inner)),
+            TypeExpr::Tuple(items) => Ty::Tuple(items.iter().map(|x| self.field_of(def, args, x)).collect()),
+            _ => Ty::unit(),
+        }
+    }
+}
+
+fn irrefutable(p: &Pattern) -> bool {
+    match &p.kind {
+        PatKind::Wildcard | PatKind::Var(_) | PatKind::Unit => true,
+        PatKind::Tuple(items) => items.iter().all(irrefutable),
+        PatKind::Record { fields, .. } => fields.iter().all(|(_, f)| irrefutable(f)),
+        _ => false,
+    }
+}
+
+/// A fix for the commonest mismatches.
+fn mismatch_fix(expected: &str, found: &str) -> Option<String> {
+    match (expected, found) {
+        ("float", "int") => Some("convert with intToFloat(n), or write a float literal such as 1.0".into()),
+        ("int", "float") => Some("convert with floatToInt(x) (it truncates)".into()),
+        ("string", "int" | "float" | "bool") => Some("render it with show(x) or \"${x}\"".into()),
+        ("Json", "string") => Some("wrap it: js(s)".into()),
+        ("Json", "int") => Some("wrap it: jint(n)".into()),
+        ("Json", "float") => Some("wrap it: jnum(x)".into()),
+        ("Json", "bool") => Some("wrap it: jb(b)".into()),
+        (e, f) if e.starts_with("Option[") && !f.starts_with("Option[") => {
+            Some("wrap the value in Some(…), or return None".into())
+        }
+        (e, f) if f.starts_with("Option[") && !e.starts_with("Option[") => {
+            Some("take the value out with match (Some(x) => …, None => …) or getOrElse".into())
+        }
+        (e, f) if f.starts_with("Result[") && !e.starts_with("Result[") => {
+            Some("take the value out with match (Ok(x) => …, Err(e) => …)".into())
+        }
+        _ => None,
     }
 }

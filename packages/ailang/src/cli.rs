@@ -7,7 +7,7 @@
 
 use crate::argdecode::decode_argument;
 use crate::ast::{Decl, FuncDecl, TypeExpr};
-use crate::check::check_program;
+use crate::check::{Options, Report, check_module};
 use crate::diag::Diagnostic;
 use crate::eval::{DEFAULT_MAX_DEPTH, Interp};
 use crate::loader::{LoadOptions, Program, load};
@@ -23,19 +23,28 @@ const USAGE: &str = "\
 Usage:
   ailang run [flags] <file.ail> [program args...]
   ailang test [--relax-modules] <file.ail>
-  ailang check [--json] [--quiet] [--relax-modules] <file.ail>
+  ailang check [--json] [--quiet] [--relax-modules] <file.ail|dir>
+  ailang builtins list|show <name> [--json]
+  ailang examples list|search <words>|show <name> [--json] [--examples-dir DIR]
+  ailang iface <std/module|file.ail> [--json]
+  ailang prompt [--json]
   ailang --version
 
 Commands:
-  run     call the module's exported entry function and print its result
-  test    run every inline `tests [...]` row and `test \"name\" = e` declaration
-  check   parse and resolve the module (imports, names, constructor arity); never runs code
+  run       type-check the module, call its exported entry function and print the result
+  test      run every inline `tests [...]` row and `test \"name\" = e` declaration
+  check     parse, resolve and type-check (with effects); never runs code
+  builtins  every std function with its module, signature, effect and description
+  examples  the examples corpus (AILANG_EXAMPLES or --examples-dir; default: bundled)
+  iface     the types and functions a std module or a source file exports
+  prompt    a concise guide to writing a transition
 
 Flags for run (all flags go before the file):
   --entry NAME               exported function to call (default main)
   --args-json JSON           the entry's argument as JSON (default null); '-' reads stdin
   --args-file PATH           read the argument JSON from a file
-  --caps LIST                comma-separated capabilities to grant (IO, FS, ...); default none
+  --caps LIST                comma-separated capabilities to grant: IO (std/io), FS (std/fs,
+                             confined to AILANG_FS_SANDBOX or the current directory); default none
   --quiet                    only program output on stdout
   --no-print                 do not print the result (exit code only)
   --max-recursion-depth N    evaluator recursion limit (default 10000)
@@ -54,6 +63,8 @@ pub struct Io<'a> {
     pub stdin: &'a mut dyn Read,
     /// `AILANG_RELAX_MODULES` is set to 1 (or true).
     pub relax_env: bool,
+    /// `AILANG_EXAMPLES`: the examples directory when `--examples-dir` is not given.
+    pub examples_env: Option<String>,
 }
 
 /// Run the CLI on `args` (without the program name) and return the exit code.
@@ -75,6 +86,10 @@ pub fn main(args: &[String], io: &mut Io<'_>) -> i32 {
         "run" => run_command(rest, io),
         "test" => test_command(rest, io),
         "check" => check_command(rest, io),
+        "builtins" => crate::discover::builtins_command(rest, io),
+        "examples" => crate::discover::examples_command(rest, io, io.examples_env.clone()),
+        "iface" => crate::discover::iface_command(rest, io, io.relax_env),
+        "prompt" => crate::discover::prompt_command(rest, io),
         other => {
             let _ = writeln!(io.err, "Error: unknown command '{other}'\n\n{USAGE}");
             2
@@ -169,7 +184,8 @@ fn read_source(file: &str, io: &mut Io<'_>) -> Result<String, i32> {
 }
 
 /// Load and structurally check a file, printing every error; `None` when it failed.
-fn load_checked(file: &str, source: &str, relax: bool, quiet: bool, io: &mut Io<'_>) -> Option<Program> {
+/// `full` also checks test rows and contracts (`test`); `run` checks what it evaluates.
+fn load_checked(file: &str, source: &str, relax: bool, quiet: bool, full: bool, io: &mut Io<'_>) -> Option<Program> {
     let loaded = load(source, file, LoadOptions { relax_modules: relax });
     if !quiet {
         for w in &loaded.warnings {
@@ -178,7 +194,7 @@ fn load_checked(file: &str, source: &str, relax: bool, quiet: bool, io: &mut Io<
     }
     let mut errors = loaded.errors;
     if let Some(program) = &loaded.program {
-        errors.extend(check_program(program, file));
+        errors.extend(check_module(program, file, Options { full }).errors);
     }
     if !errors.is_empty() {
         for e in &errors {
@@ -269,7 +285,7 @@ fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let Some(program) = load_checked(&file, &source, relax, quiet, io) else {
+    let Some(program) = load_checked(&file, &source, relax, quiet, false, io) else {
         return 1;
     };
     let entry = match select_entry(&program, &entry_name) {
@@ -378,7 +394,7 @@ fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let Some(program) = load_checked(&file, &source, relax, flags.is_set("quiet"), io) else {
+    let Some(program) = load_checked(&file, &source, relax, flags.is_set("quiet"), true, io) else {
         return 1;
     };
     let mut interp = interp_for(&program, DEFAULT_MAX_DEPTH, HashSet::new());
@@ -441,77 +457,150 @@ fn show_quoted(v: &Value) -> String {
     }
 }
 
+/// `check` of one file: loader errors and warnings, then the type checker's report.
+pub fn check_file(file: &str, relax: bool) -> Report {
+    let source = match std::fs::read_to_string(file) {
+        Ok(source) => source,
+        Err(e) => {
+            let d = Diagnostic::new("ERROR", format!("cannot read file '{file}': {e}"), None);
+            return Report { errors: vec![d], warnings: Vec::new() };
+        }
+    };
+    let loaded = load(&source, file, LoadOptions { relax_modules: relax });
+    let mut report = Report { errors: loaded.errors, warnings: loaded.warnings };
+    if let Some(program) = &loaded.program {
+        let checked = check_module(program, file, Options { full: true });
+        report.errors.extend(checked.errors);
+        report.warnings.extend(checked.warnings);
+    }
+    report
+}
+
+/// Every `.ail` file beneath `dir`, sorted, or the file itself.
+fn ail_files(path: &str) -> Result<Vec<String>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read '{path}': {e}"))?;
+    if !meta.is_dir() {
+        return Ok(vec![path.to_string()]);
+    }
+    let mut out = Vec::new();
+    let mut pending = vec![std::path::PathBuf::from(path)];
+    while let Some(dir) = pending.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| format!("cannot read '{}': {e}", dir.display()))?;
+        for entry in entries.flatten() {
+            let p = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => pending.push(p),
+                Ok(t) if t.is_file() && p.extension().is_some_and(|e| e == "ail") => {
+                    out.push(p.to_string_lossy().into_owned())
+                }
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 fn check_command(args: &[String], io: &mut Io<'_>) -> i32 {
     let flags = match flags_or_exit(args, &["json", "quiet", "relax-modules", "strict-syntax"], &["timeout"], io) {
         Ok(f) => f,
         Err(code) => return code,
     };
-    let Some(file) = flags.positional.first().cloned() else {
+    let Some(target) = flags.positional.first().cloned() else {
         let _ = writeln!(io.err, "Error: no file given\n\n{USAGE}");
         return 2;
     };
     let json = flags.is_set("json");
     let quiet = flags.is_set("quiet") || json;
     let relax = flags.is_set("relax-modules") || io.relax_env;
-    let errors: Vec<Diagnostic> = match std::fs::read_to_string(&file) {
-        Err(e) => vec![Diagnostic::new("ERROR", format!("cannot read file '{file}': {e}"), None)],
-        Ok(source) => {
-            let loaded = load(&source, &file, LoadOptions { relax_modules: relax });
+    let is_dir = std::fs::metadata(&target).is_ok_and(|m| m.is_dir());
+    let files = match ail_files(&target) {
+        Ok(files) => files,
+        // check_file reports why the path cannot be read.
+        Err(_) => vec![target.clone()],
+    };
+    let reports: Vec<(String, Report)> = files.iter().map(|f| (f.clone(), check_file(f, relax))).collect();
+    let failed = reports.iter().any(|(_, r)| !r.errors.is_empty());
+    if json {
+        let objects: Vec<String> = reports.iter().map(|(f, r)| check_report_json(f, &r.errors, &r.warnings)).collect();
+        if is_dir {
+            let errors: usize = reports.iter().map(|(_, r)| r.errors.len()).sum();
+            let files = objects.iter().map(|o| indent(o, "    ")).collect::<Vec<_>>().join(",\n");
+            let _ = writeln!(
+                io.out,
+                "{{\n  \"dir\": {},\n  \"passed\": {},\n  \"error_count\": {errors},\n  \"files\": [{}{files}{}]\n}}",
+                json_text(&target),
+                !failed,
+                if files.is_empty() { "" } else { "\n" },
+                if files.is_empty() { "" } else { "\n  " },
+            );
+        } else {
+            for o in objects {
+                let _ = writeln!(io.out, "{o}");
+            }
+        }
+    } else {
+        for (file, report) in &reports {
             if !quiet {
-                for w in &loaded.warnings {
+                let _ = writeln!(io.out, "→ Checking {file}...");
+                for w in &report.warnings {
                     let _ = writeln!(io.err, "Warning: {w}");
                 }
             }
-            let mut errors = loaded.errors;
-            if let Some(program) = &loaded.program {
-                errors.extend(check_program(program, &file));
+            for e in &report.errors {
+                let _ = writeln!(io.err, "Error: {e}");
             }
-            errors
         }
-    };
-    if json {
-        let _ = writeln!(io.out, "{}", check_report_json(&file, &errors));
-    } else {
-        if !quiet {
-            let _ = writeln!(io.out, "→ Checking {file}...");
-        }
-        for e in &errors {
-            let _ = writeln!(io.err, "Error: {e}");
-        }
-        if errors.is_empty() && !quiet {
+        if !failed && !quiet {
             let _ = writeln!(io.out, "\n✓ No errors found!");
         }
     }
-    if errors.is_empty() { 0 } else { 1 }
+    if failed { 1 } else { 0 }
 }
 
-/// `{file, passed, error_count, errors: [{code, message, file, line, column}]}`, indented.
-pub fn check_report_json(file: &str, errors: &[Diagnostic]) -> String {
-    let q = |s: &str| {
-        let mut out = String::new();
-        encode_string(s, &mut out);
-        out
-    };
-    let mut out = String::from("{\n");
-    out.push_str(&format!("  \"file\": {},\n", q(file)));
-    out.push_str(&format!("  \"passed\": {},\n", errors.is_empty()));
-    out.push_str(&format!("  \"error_count\": {},\n", errors.len()));
-    if errors.is_empty() {
-        out.push_str("  \"errors\": []\n}");
-        return out;
-    }
-    out.push_str("  \"errors\": [\n");
-    for (i, e) in errors.iter().enumerate() {
-        out.push_str("    {\n");
-        let mut fields = vec![format!("\"code\": {}", q(&e.code)), format!("\"message\": {}", q(&e.message))];
-        fields.push(format!("\"file\": {}", q(e.file.as_deref().unwrap_or(file))));
-        if let Some(pos) = e.pos {
-            fields.push(format!("\"line\": {}", pos.line));
-            fields.push(format!("\"column\": {}", pos.col));
-        }
-        out.push_str(&fields.iter().map(|f| format!("      {f}")).collect::<Vec<_>>().join(",\n"));
-        out.push_str(if i + 1 == errors.len() { "\n    }\n" } else { "\n    },\n" });
-    }
-    out.push_str("  ]\n}");
+fn indent(text: &str, by: &str) -> String {
+    text.lines().map(|l| format!("{by}{l}")).collect::<Vec<_>>().join("\n")
+}
+
+/// A JSON string literal.
+pub fn json_text(s: &str) -> String {
+    let mut out = String::new();
+    encode_string(s, &mut out);
     out
+}
+
+fn diagnostics_json(file: &str, list: &[Diagnostic]) -> String {
+    if list.is_empty() {
+        return "[]".into();
+    }
+    let items: Vec<String> = list
+        .iter()
+        .map(|e| {
+            let mut fields =
+                vec![format!("\"code\": {}", json_text(&e.code)), format!("\"message\": {}", json_text(&e.message))];
+            fields.push(format!("\"file\": {}", json_text(e.file.as_deref().unwrap_or(file))));
+            if let Some(pos) = e.pos {
+                fields.push(format!("\"line\": {}", pos.line));
+                fields.push(format!("\"column\": {}", pos.col));
+            }
+            if let Some(s) = &e.suggestion {
+                fields.push(format!("\"suggestion\": {}", json_text(s)));
+            }
+            format!("    {{\n{}\n    }}", fields.iter().map(|f| format!("      {f}")).collect::<Vec<_>>().join(",\n"))
+        })
+        .collect();
+    format!("[\n{}\n  ]", items.join(",\n"))
+}
+
+/// `{file, passed, error_count, errors: [{code, message, file, line, column, suggestion?}],
+/// warnings: […]}`, indented.
+pub fn check_report_json(file: &str, errors: &[Diagnostic], warnings: &[Diagnostic]) -> String {
+    format!(
+        "{{\n  \"file\": {},\n  \"passed\": {},\n  \"error_count\": {},\n  \"errors\": {},\n  \"warnings\": {}\n}}",
+        json_text(file),
+        errors.is_empty(),
+        errors.len(),
+        diagnostics_json(file, errors),
+        diagnostics_json(file, warnings)
+    )
 }

@@ -31,15 +31,22 @@ pub struct Diagnostic {
     pub message: String,
     pub file: Option<String>,
     pub pos: Option<Pos>,
+    /// What to change, when the checker can tell.
+    pub suggestion: Option<String>,
 }
 
 impl Diagnostic {
     pub fn new(code: &str, message: impl Into<String>, pos: Option<Pos>) -> Self {
-        Diagnostic { code: code.to_string(), message: message.into(), file: None, pos }
+        Diagnostic { code: code.to_string(), message: message.into(), file: None, pos, suggestion: None }
     }
 
     pub fn at(code: &str, message: impl Into<String>, pos: Pos) -> Self {
         Self::new(code, message, Some(pos))
+    }
+
+    pub fn with_suggestion(mut self, suggestion: impl Into<String>) -> Self {
+        self.suggestion = Some(suggestion.into());
+        self
     }
 
     /// Attach the file name if none is set yet.
@@ -58,6 +65,10 @@ impl fmt::Display for Diagnostic {
             (Some(file), Some(pos)) => write!(f, " at {file}:{pos}"),
             (None, Some(pos)) => write!(f, " at line {}, column {}", pos.line, pos.col),
             _ => Ok(()),
+        }?;
+        match &self.suggestion {
+            Some(s) => write!(f, "\n  Fix: {s}"),
+            None => Ok(()),
         }
     }
 }

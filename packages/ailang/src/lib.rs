@@ -1,5 +1,7 @@
-//! AILANG, the project's own interpreter: lexer, parser, evaluator, native standard library
-//! and the command-line contract (`run`, `test`, `check`) that the capsule invokes.
+//! AILANG, the project's own interpreter: lexer, parser, type checker, evaluator, native
+//! standard library, the command-line contract (`run`, `test`, `check`) that the capsule and
+//! the publisher invoke, and the discovery commands agents use (`builtins`, `examples`,
+//! `iface`, `prompt`).
 //!
 //! Besides the `ailang` binary, two entry points serve in-process callers: [`check_source`]
 //! (what `ailang check` reports) and [`run_source`] (what `ailang run` computes).
@@ -9,12 +11,14 @@ pub mod ast;
 pub mod check;
 pub mod cli;
 pub mod diag;
+pub mod discover;
 pub mod eval;
 pub mod lexer;
 pub mod loader;
 pub mod parser;
 pub mod stack;
 pub mod stdlib;
+pub mod types;
 pub mod value;
 
 pub use diag::{Diagnostic, Pos};
@@ -63,7 +67,7 @@ fn run_here(source: &str, file: &str, entry: &str, args_json: &str) -> Result<St
     let Some(program) = loaded.program else {
         return Err(RunError::Load(errors));
     };
-    errors.extend(check::check_program(&program, file));
+    errors.extend(check::check_module(&program, file, check::Options { full: false }).errors);
     if !errors.is_empty() {
         return Err(RunError::Load(errors));
     }

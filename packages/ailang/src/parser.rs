@@ -10,7 +10,8 @@ use std::rc::Rc;
 /// the bound keeps hostile input from exhausting the native stack.
 pub const MAX_NESTING: usize = 1000;
 
-/// Words that can never name a binding.
+/// Words that can never name a binding. (`exists` is reserved by the reference's grammar but
+/// unused by it; it stays free here because std/fs exports a function of that name.)
 const RESERVED: &[&str] = &[
     "if",
     "then",
@@ -28,7 +29,6 @@ const RESERVED: &[&str] = &[
     "class",
     "instance",
     "forall",
-    "exists",
     "deriving",
     "module",
     "import",
@@ -68,6 +68,15 @@ pub fn parse_expr(source: &str) -> Result<Expr, Diagnostic> {
     let expr = parser.expr()?;
     parser.expect_eof()?;
     Ok(expr)
+}
+
+/// Parse a type expression (std signatures, tooling).
+pub fn parse_type(source: &str) -> Result<TypeExpr, Diagnostic> {
+    let tokens = lex(source)?;
+    let mut parser = Parser::new(tokens, 0);
+    let ty = parser.type_expr()?;
+    parser.expect_eof()?;
+    Ok(ty)
 }
 
 struct Parser {
@@ -371,12 +380,11 @@ impl Parser {
 
     fn func_decl(&mut self, exported: bool, annotations: Vec<String>, pos: Pos) -> Result<FuncDecl, Diagnostic> {
         let (name, _) = self.binder("a function name")?;
-        if self.is_sym("[") {
-            self.skip_group()?;
-        }
+        let type_params =
+            if self.eat_sym("[") { self.comma_list("]", |p| Ok(p.binder("a type parameter")?.0))? } else { Vec::new() };
         let params = self.params()?;
         let ret = if self.eat_sym("->") { Some(self.type_expr()?) } else { None };
-        self.effect_row()?;
+        let effects = self.effect_row()?;
         let mut requires = Vec::new();
         let mut ensures = Vec::new();
         let mut tests = Vec::new();
@@ -412,16 +420,54 @@ impl Parser {
                 self.pos(),
             ));
         };
-        Ok(FuncDecl { name, exported, params, ret, requires, ensures, tests, annotations, body, pos })
+        Ok(FuncDecl {
+            name,
+            exported,
+            type_params,
+            params,
+            ret,
+            effects,
+            requires,
+            ensures,
+            tests,
+            annotations,
+            body,
+            pos,
+        })
     }
 
-    /// `! {IO, FS}` or `! {}`: effect rows are parsed and not checked here.
-    fn effect_row(&mut self) -> Result<(), Diagnostic> {
-        if self.is_sym("!") && self.nth_is_sym(1, "{") {
-            self.bump();
-            self.skip_group()?;
+    /// `! {IO, FS}`, `! {}`, `! {e}` or `! {IO | e}`; a lower-case name is a row variable.
+    /// Effect parameters (`Rand[mode=seeded]`) are skipped.
+    fn effect_row(&mut self) -> Result<Option<EffectRow>, Diagnostic> {
+        if !(self.is_sym("!") && self.nth_is_sym(1, "{")) {
+            return Ok(None);
         }
-        Ok(())
+        self.bump();
+        self.bump();
+        let mut row = EffectRow::default();
+        while !self.is_sym("}") {
+            if self.eat_sym("|") {
+                row.tail = Some(self.any_ident("a row variable")?.0);
+                break;
+            }
+            let (name, _) = self.any_ident("an effect name")?;
+            if self.is_sym("[") {
+                self.skip_group()?;
+            }
+            if name.starts_with(|c: char| c.is_lowercase()) {
+                row.tail = Some(name);
+            } else {
+                row.labels.push(name);
+            }
+            if !self.eat_sym(",") {
+                if self.eat_sym("|") {
+                    row.tail = Some(self.any_ident("a row variable")?.0);
+                }
+                break;
+            }
+        }
+        self.expect_sym("}")?;
+        Ok(Some(row))
     }
 
     fn equation_body(&mut self) -> Result<Expr, Diagnostic> {
@@ -482,13 +528,13 @@ impl Parser {
         let (atom, group) = self.type_atom()?;
         if self.eat_sym("->") {
             let ret = self.type_expr()?;
-            self.effect_row()?;
+            let effects = self.effect_row()?;
             let params = match (atom, group) {
                 (TypeExpr::Unit, true) => Vec::new(),
                 (TypeExpr::Tuple(items), true) => items,
                 (other, _) => vec![other],
             };
-            return Ok(TypeExpr::Func(params, Box::new(ret)));
+            return Ok(TypeExpr::Func(params, Box::new(ret), effects));
         }
         Ok(atom)
     }
@@ -868,17 +914,15 @@ impl Parser {
                 "func" if self.nth_is_sym(1, "(") => {
                     self.bump();
                     let params = self.params()?;
-                    if self.eat_sym("->") {
-                        self.type_expr()?;
-                    }
-                    self.effect_row()?;
+                    let ret = if self.eat_sym("->") { Some(self.type_expr()?) } else { None };
+                    let effects = self.effect_row()?;
                     let body = if self.eat_sym("=") {
                         self.expr()?
                     } else {
                         let open = self.expect_sym("{")?;
                         self.block(open)?
                     };
-                    ExprKind::Lambda(Rc::new(Lambda { params, body }))
+                    ExprKind::Lambda(Rc::new(Lambda { params, ret, effects, body }))
                 }
                 _ => ExprKind::Var(self.binder("an expression")?.0),
             },
@@ -929,7 +973,7 @@ impl Parser {
             return Err(Diagnostic::at("PAR001", "a lambda needs at least one parameter", pos));
         }
         let body = self.expr()?;
-        Ok(Expr { kind: ExprKind::Lambda(Rc::new(Lambda { params, body })), pos })
+        Ok(Expr { kind: ExprKind::Lambda(Rc::new(Lambda { params, ret: None, effects: None, body })), pos })
     }
 
     fn match_expr(&mut self, pos: Pos) -> Result<Expr, Diagnostic> {

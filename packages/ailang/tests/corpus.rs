@@ -36,14 +36,14 @@ fn corpus_plan_runs_as_a_transition() {
 fn test_reports_each_failure_and_the_totals() {
     let dir = tempfile::tempdir().expect("tmp");
     let file = dir.path().join("bad.ail");
-    let source = "module bad\nexport func inc(x: int) -> int\n  tests [ (1, 2), (2, 4), (3, 4), ((), 1) ]\n{ x + 1 }\ntest \"truth\" = 1 == 2\n";
+    let source = "module bad\nexport func inc(x: int) -> int\n  tests [ (1, 2), (2, 4), (3, 4), (0, 1) ]\n{ x + 1 - 0 / x }\ntest \"truth\" = 1 == 2\n";
     std::fs::write(&file, source).expect("write");
     let out = ailang(&["test", file.to_str().expect("path")]);
     assert_eq!(out.code, 1);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 4, "{}", out.stdout);
     assert_eq!(lines[0], "FAIL inc row 2 (line 3): input 2: expected 4, got 3");
-    assert!(lines[1].starts_with("FAIL inc row 4 (line 3): input (): error: RT_TYPE"), "{}", lines[1]);
+    assert!(lines[1].starts_with("FAIL inc row 4 (line 3): input 0: error: RT_DIV0"), "{}", lines[1]);
     assert_eq!(lines[2], "FAIL test \"truth\" (line 5): got false");
     assert_eq!(lines[3], "2 passed, 3 failed");
 }
@@ -126,13 +126,13 @@ fn check_json_lists_every_error() {
     assert_eq!(out.code, 1);
     assert_eq!(
         out.stdout,
-        "{\n  \"file\": \"m.ail\",\n  \"passed\": false,\n  \"error_count\": 2,\n  \"errors\": [\n    {\n      \"code\": \"LDR001\",\n      \"message\": \"module not found: world/x\",\n      \"file\": \"m.ail\",\n      \"line\": 2,\n      \"column\": 1\n    },\n    {\n      \"code\": \"TC002\",\n      \"message\": \"unbound variable: zz\",\n      \"file\": \"m.ail\",\n      \"line\": 3,\n      \"column\": 19\n    }\n  ]\n}\n"
+        "{\n  \"file\": \"m.ail\",\n  \"passed\": false,\n  \"error_count\": 2,\n  \"errors\": [\n    {\n      \"code\": \"LDR001\",\n      \"message\": \"module not found: world/x\",\n      \"file\": \"m.ail\",\n      \"line\": 2,\n      \"column\": 1\n    },\n    {\n      \"code\": \"TC002\",\n      \"message\": \"unbound variable: zz\",\n      \"file\": \"m.ail\",\n      \"line\": 3,\n      \"column\": 19\n    }\n  ],\n  \"warnings\": []\n}\n"
     );
     let ok = check("module m\nfunc f() -> int = 1\n", true);
     assert_eq!(ok.code, 0);
     assert_eq!(
         ok.stdout,
-        "{\n  \"file\": \"m.ail\",\n  \"passed\": true,\n  \"error_count\": 0,\n  \"errors\": []\n}\n"
+        "{\n  \"file\": \"m.ail\",\n  \"passed\": true,\n  \"error_count\": 0,\n  \"errors\": [],\n  \"warnings\": []\n}\n"
     );
 }
 

@@ -1,6 +1,7 @@
-//! Property tests: the lexer, the parser and the JSON decoder never panic or hang on any
-//! input, and encode/decode round-trip what encode writes. Case counts are bounded so the
-//! crate's test run stays short.
+//! Property tests: the lexer, the parser, the checker, the evaluator and the JSON decoder
+//! never panic or hang on any input, a checked program never meets a run-time type error,
+//! and encode/decode round-trip what encode writes. Case counts and a wall-clock cap bound
+//! the run so the crate's test run stays short.
 
 use ailang::stdlib::json::{DecodeMode, decode, encode};
 use proptest::prelude::*;
@@ -69,8 +70,74 @@ fn json_like() -> impl Strategy<Value = String> {
         .prop_map(|v| v.concat())
 }
 
+/// Expressions built from the grammar, well-formed but often ill-typed, over the names a
+/// generated module binds (`x: int`, `s: string`, `xs: [int]`, `f`, `g`, `T`'s constructors).
+fn expr_like() -> impl Strategy<Value = String> {
+    let leaf = prop::sample::select(vec![
+        "1", "2.5", "\"s\"", "true", "()", "x", "s", "xs", "[]", "None", "A", "B(1)", "f", "g", "{a: 1}", "show",
+        "map", "foldl", "r", "y", "-1",
+    ])
+    .prop_map(String::from);
+    leaf.prop_recursive(6, 48, 4, |inner| {
+        prop_oneof![
+            (
+                inner.clone(),
+                inner.clone(),
+                prop::sample::select(vec!["+", "-", "*", "/", "==", "<", "&&", "++", "::", "%"])
+            )
+                .prop_map(|(a, b, op)| format!("({a} {op} {b})")),
+            (inner.clone(), prop::collection::vec(inner.clone(), 0..3))
+                .prop_map(|(f, args)| format!("{f}({})", args.join(", "))),
+            inner.clone().prop_map(|b| format!("\\y. {b}")),
+            (inner.clone(), inner.clone(), inner.clone()).prop_map(|(c, t, e)| format!("if {c} then {t} else {e}")),
+            (inner.clone(), inner.clone()).prop_map(|(v, b)| format!("{{ let y = {v}; {b} }}")),
+            prop::collection::vec(inner.clone(), 0..3).prop_map(|items| format!("[{}]", items.join(", "))),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a}, {b})")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("{{a: {a}, b: {b}}}")),
+            inner.clone().prop_map(|a| format!("{a}.a")),
+            (inner.clone(), inner.clone(), inner.clone())
+                .prop_map(|(v, a, b)| format!("match {v} {{ A => {a}, B(n) => {b}, _ => {a} }}")),
+            (inner.clone(), inner.clone()).prop_map(|(v, a)| format!("match {v} {{ h :: t => {a}, [] => h }}")),
+            inner.clone().prop_map(|a| format!("\"<${{{a}}}>\"")),
+            (inner.clone(), inner).prop_map(|(r, v)| format!("{{ {r} | a: {v} }}")),
+        ]
+    })
+}
+
+/// Fuzz budget: a case count per property and a wall-clock cap across the whole file, so the
+/// run stays bounded on a slow machine whatever the counts.
+fn within_budget() -> bool {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed() < std::time::Duration::from_secs(60)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+
+    #[test]
+    fn checker_never_panics_on_source_like_text(src in source_like()) {
+        if within_budget() {
+            let _ = ailang::check_source(&src, "m.ail", true);
+        }
+    }
+
+    #[test]
+    fn checker_and_evaluator_never_panic_on_generated_programs(body in expr_like(), ret in prop::sample::select(vec!["int", "string", "[int]", "bool", "float"])) {
+        if within_budget() {
+            let source = format!(
+                "module m\nimport std/list (map, foldl)\ntype T = A | B(int)\nfunc g(n: int) -> T = if n > 0 then B(n) else A\nfunc f(x: int, s: string, xs: [int]) -> {ret} = {body}\nexport func main(input: string) -> string = show(f(1, input, [1, 2]))\n"
+            );
+            let errors = ailang::check_source(&source, "m.ail", true);
+            // A module the checker accepts runs to a value or a run-time error, never a panic ...
+            if errors.is_empty() {
+                let r = ailang::run_source(&source, "m.ail", "main", "\"in\"");
+                // ... and never a run-time type error: that would be a hole in the checker.
+                if let Err(ailang::RunError::Execution(d)) = &r {
+                    prop_assert!(d.code != "RT_TYPE", "{}\n{}", source, d);
+                }
+            }
+        }
+    }
 
     #[test]
     fn lexer_and_parser_never_panic(src in source_like()) {

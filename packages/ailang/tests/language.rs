@@ -152,7 +152,6 @@ fn strings_interpolation_and_escapes() {
             (r#"show("Z" < "a")"#, "true"),
             (r#"show(strLength("héllo😀"))"#, "6"),
             (r#""${show(true)}-${show(())}""#, "true-()"),
-            (r#""x" ++ "y""#, "xy"),
         ],
     );
 }

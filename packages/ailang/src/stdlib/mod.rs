@@ -1,6 +1,9 @@
 //! The standard library, as native modules. Only `std/*` paths exist.
 
 pub mod bytes;
+pub mod catalog;
+pub mod fs;
+pub mod io;
 pub mod json;
 pub mod list;
 pub mod math;
@@ -44,8 +47,17 @@ pub fn arg(args: &[Value], i: usize) -> Value {
     args.get(i).cloned().unwrap_or(Value::Unit)
 }
 
-pub static MODULES: &[&StdModule] =
-    &[&json::MODULE, &string::MODULE, &list::MODULE, &option::MODULE, &result::MODULE, &bytes::MODULE, &math::MODULE];
+pub static MODULES: &[&StdModule] = &[
+    &json::MODULE,
+    &string::MODULE,
+    &list::MODULE,
+    &option::MODULE,
+    &result::MODULE,
+    &bytes::MODULE,
+    &math::MODULE,
+    &io::MODULE,
+    &fs::MODULE,
+];
 
 pub fn module(path: &str) -> Option<&'static StdModule> {
     MODULES.iter().copied().find(|m| m.path == path)

@@ -6,7 +6,6 @@ use super::{StdModule, StdType, native};
 use crate::diag::Diagnostic;
 use crate::eval::Interp;
 use crate::value::*;
-use std::io::Write;
 
 pub static MODULE: StdModule = StdModule {
     path: "prelude",
@@ -24,12 +23,5 @@ pub static MODULE: StdModule = StdModule {
 };
 
 fn print(it: &mut Interp, v: &Value, newline: bool) -> Result<Value, Diagnostic> {
-    if !it.has_capability("IO") {
-        return Err(Diagnostic::new("EVA004", "missing capability: IO (grant it with --caps IO)", None));
-    }
-    let mut out = std::io::stdout().lock();
-    let text = show(v);
-    let written = if newline { writeln!(out, "{text}") } else { write!(out, "{text}") };
-    written.map_err(|e| Diagnostic::new("EVA001", format!("cannot write to stdout: {e}"), None))?;
-    Ok(Value::Unit)
+    super::io::print(it, v, newline)
 }
