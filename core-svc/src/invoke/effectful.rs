@@ -132,7 +132,7 @@ impl Coordinator {
                     pure::run(
                         &*self.runner,
                         &source,
-                        &finish_input(running.input, &results),
+                        &finish_input(running.input, &results).map_err(|e| e.to_string())?,
                         timeout,
                         self.limits.max_output,
                     ),
