@@ -139,7 +139,7 @@ impl Coordinator {
                     span,
                 )
                 .await
-                .map_err(|refusal| refusal.cause.unwrap_or_else(|| refusal.failure.message))?;
+                .map_err(|refusal| refusal.cause.unwrap_or(refusal.failure.message))?;
                 Some(admit_finish(&raw).map_err(|e| e.to_string())?)
             } else {
                 None
