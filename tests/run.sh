@@ -196,4 +196,6 @@ fi
 
 say "building the binaries and running the tests"
 cargo build --workspace --bins
+# The crash tests' core: the same binary with its fault points live.
+cargo build -p world-core --features fault-points --bin world-core-faults
 cargo nextest run --workspace --no-fail-fast "$@"

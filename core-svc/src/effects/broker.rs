@@ -64,18 +64,11 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
         (world_model::Decision::Allowed { remaining }, Some(index)) => (index, remaining),
         (decision, _) => {
             // A denial writes its record only: no request object, no intent, no debit.
-            let record = EffectRecord {
-                effect: requirement.effect.clone(),
-                scope: requirement.scope.clone(),
-                cost: requirement.cost,
-                budget_before,
-                budget_after: budget_before,
-                allowed: false,
-                failed: false,
-                denial: decision.label(),
-                request_ref: request.hash,
-                result_ref: None,
+            let denial = match decision {
+                world_model::Decision::Denied(denial) => denial,
+                world_model::Decision::Allowed { .. } => world_model::Denial::EffectName,
             };
+            let record = EffectRecord::denied(requirement, budget_before, denial, request.hash);
             let record = record_object(&record).map_err(|e| not_run("denial record", &e))?;
             tokio::time::timeout(call.write_budget, call.store.put_objects(&[&record]))
                 .await
@@ -133,17 +126,9 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
     };
 
     let result = output.as_ref().ok().map(|bytes| StoredObject::new(effect::RESULT, PROVENANCE, bytes.clone()));
-    let record = EffectRecord {
-        effect: requirement.effect.clone(),
-        scope: requirement.scope.clone(),
-        cost: requirement.cost,
-        budget_before,
-        budget_after: remaining,
-        allowed: true,
-        failed: output.is_err(),
-        denial: String::new(),
-        request_ref: request.hash,
-        result_ref: result.as_ref().map(|r| r.hash),
+    let record = match &result {
+        Some(result) => EffectRecord::ok(requirement, budget_before, request.hash, result.hash),
+        None => EffectRecord::failed(requirement, budget_before, request.hash),
     };
     let record = record_object(&record).map_err(|e| unrecorded(Vec::new(), e.to_string()))?;
     let outcome = EffectOutcome {
