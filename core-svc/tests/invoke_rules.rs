@@ -184,13 +184,16 @@ fn read_effect() -> Value {
     json!([{"id":"e1","effect":"Workspace.Read","scope":"worktree","cost":1,"payload":{"op":"read","path":"hello.txt"}}])
 }
 
-/// One row: a call, the interpreter's script, and the failure code it must end in.
+/// One row: the rule, transition, task id, arguments, the interpreter's script, and the
+/// failure code the call must end in.
+type Row = (&'static str, &'static str, &'static str, &'static str, Vec<Reply>, &'static str);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_refusal_rule_is_one_row() {
     let bench = bench().await;
     let no_slot: fn() -> CapsuleError = || CapsuleError::Run(RunError::NoSlot(8));
     let timeout: fn() -> CapsuleError = || CapsuleError::Run(RunError::Timeout(Duration::from_secs(1)));
-    let rows: Vec<(&str, &str, &str, &str, Vec<Reply>, &str)> = vec![
+    let rows: Vec<Row> = vec![
         ("R1 task id grammar", "t.pure", "bad id!", "{}", vec![], "invalid_params"),
         ("R1 arguments are an object", "t.pure", "r1b", "[1]", vec![], "invalid_params"),
         ("input schema", "t.pure", "schema", r#"{"n":"x"}"#, vec![], "invalid_params"),
