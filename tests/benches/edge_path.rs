@@ -5,7 +5,10 @@
 //! * `tools/list` through edge → core vs a bare axum JSON-RPC echo, both at
 //!   32 connections (target ≥ 0.25×);
 //! * `tools/call` of the echo transition vs a loop spawning `ailang run`
-//!   directly, both at 8 concurrent (target ≥ 0.5×).
+//!   directly, both at 8 concurrent (target ≥ 0.5×);
+//! * `tools/call` of an effectful transition planning one `Workspace.Read` vs
+//!   the same spawn loop, 8 concurrent over 8 episodes (an episode's effectful
+//!   calls run one at a time) (target ≥ 0.45×).
 //!
 //! An answer whose body is a JSON-RPC error counts as a failure, not a success.
 //! Baseline and subject take turns, several rounds each, so a shift in the
@@ -14,7 +17,7 @@
 //! The load generator, the core and the edge share the machine, so the core and
 //! the edge each get a third of its CPUs (at least one) as async workers, as an
 //! operator would size them on such a host; `TOKIO_WORKER_THREADS=N` overrides
-//! that. `-- list` or `-- call` runs one pair only (for profiling). Each pair
+//! that. `-- list`, `-- call` or `-- effect` runs one pair only (for profiling). Each pair
 //! also reports the CPU time the core and the edge spent per answer, which
 //! varies far less from run to run than throughput on a shared machine.
 
@@ -23,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use world_core::capsule;
-use world_tests::{World, bin, examples_dir};
+use world_tests::{Setup, World, bin, examples_dir, fixture};
 
 /// One measured loop.
 const RUN: Duration = Duration::from_secs(3);
@@ -217,6 +220,70 @@ async fn run(served_workers: &str) {
     if runs("call") {
         call_pair(&client, &mcp, &token, &processes).await;
     }
+    if runs("effect") {
+        drop(world);
+        effect_pair(&client, capsules, served_workers).await;
+    }
+}
+
+/// The spawn loop every call pair is measured against: exactly the capsule's argv and
+/// environment running the echo transition, no World around it.
+fn spawn_loop(root: &std::path::Path) -> impl Future<Output = Run> + use<> {
+    let ailang = bin("ailang");
+    let root = root.to_path_buf();
+    measure(8, move || {
+        let mut command = tokio::process::Command::new(&ailang);
+        command.args(capsule::ARGV).current_dir(&root).env_clear().envs(capsule::environment(&root));
+        async move { command.output().await.is_ok_and(|o| o.status.success() && o.stdout == b"{\"echo\":{\"a\":1}}\n") }
+    })
+}
+
+/// A capsule root staged with the echo transition and `{"a":1}`.
+fn echo_root() -> tempfile::TempDir {
+    let source = std::fs::read(examples_dir().join("echo.ail")).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    capsule::stage_source(root.path(), &source).unwrap();
+    std::fs::write(root.path().join(capsule::ARGS_FILE), r#""{\"a\":1}""#).unwrap();
+    root
+}
+
+async fn effect_pair(client: &reqwest::Client, capsules: &str, served_workers: &str) {
+    const EPISODES: usize = 8;
+    let workspace = tempfile::tempdir().unwrap();
+    for episode in 0..EPISODES {
+        let worktree = workspace.path().join(format!("bench{episode}"));
+        std::fs::create_dir(&worktree).unwrap();
+        std::fs::write(worktree.join("hello.txt"), "hello, world\n").unwrap();
+    }
+    let root = workspace.path().display().to_string();
+    let core_args = ["--workspace-root", root.as_str()];
+    let env = [("TMPDIR", capsules), ("TOKIO_WORKER_THREADS", served_workers)];
+    let world = World::published(
+        &fixture("effects/transitions.json"),
+        4,
+        Setup { core_args: &core_args, env: &env, ..Setup::default() },
+    );
+    let tokens: Vec<String> = (0..EPISODES)
+        .map(|episode| world.mint(&format!("bench{episode}"), &["Workspace.Read=worktree:100000000"], 3600))
+        .collect();
+    let processes = Processes { core: world.core.pid(), edge: world.edge.as_ref().expect("an edge").pid() };
+    let echo = echo_root();
+    let (mcp, tokens) = (world.url("/mcp/"), Arc::new(tokens));
+    let subject = || {
+        let (client, mcp, tokens) = (client.clone(), mcp.clone(), Arc::clone(&tokens));
+        let next = Arc::new(AtomicU64::new(0));
+        measure(8, move || {
+            let token = &tokens[next.fetch_add(1, Ordering::Relaxed) as usize % tokens.len()];
+            let request = client
+                .post(&mcp)
+                .header("Authorization", format!("Bearer {token}"))
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json, text/event-stream")
+                .body(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fx_dread","arguments":{"path":"hello.txt"}}}"#);
+            succeeded(request)
+        })
+    };
+    compare("effect call", "spawn loop", 0.45, &processes, || spawn_loop(echo.path()), subject).await;
 }
 
 async fn list_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: &Processes) {
@@ -233,20 +300,8 @@ async fn list_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: 
 }
 
 async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: &Processes) {
-    // The spawn loop: exactly the capsule's argv and environment, no World around it.
-    let source = std::fs::read(examples_dir().join("echo.ail")).unwrap();
-    let root = tempfile::tempdir().unwrap();
-    capsule::stage_source(root.path(), &source).unwrap();
-    std::fs::write(root.path().join(capsule::ARGS_FILE), r#""{\"a\":1}""#).unwrap();
-    let ailang = bin("ailang");
-    let baseline = || {
-        let (ailang, root) = (ailang.clone(), root.path().to_path_buf());
-        measure(8, move || {
-            let mut command = tokio::process::Command::new(&ailang);
-            command.args(capsule::ARGV).current_dir(&root).env_clear().envs(capsule::environment(&root));
-            async move { command.output().await.is_ok_and(|o| o.status.success() && o.stdout == b"{\"echo\":{\"a\":1}}\n") }
-        })
-    };
+    let root = echo_root();
+    let baseline = || spawn_loop(root.path());
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tools_decho","arguments":{"a":1}}}"#;
     let subject = || mcp_loop(client, mcp, token, 8, call);
     compare("tools/call", "spawn loop", 0.5, processes, baseline, subject).await;

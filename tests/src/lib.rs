@@ -237,11 +237,13 @@ pub struct Setup<'a> {
     pub edge_args: &'a [&'a str],
     /// Extra `world-core serve` flags.
     pub core_args: &'a [&'a str],
+    /// Added to the serving core's and the edge's environment.
+    pub env: &'a [(&'a str, &'a str)],
 }
 
 impl Default for Setup<'_> {
     fn default() -> Self {
-        Setup { genesis: true, interpreter: true, edge_args: &[], core_args: &[] }
+        Setup { genesis: true, interpreter: true, edge_args: &[], core_args: &[], env: &[] }
     }
 }
 
@@ -264,8 +266,8 @@ impl World {
         }
         let mut serve: Vec<&str> = if setup.interpreter { with_interpreter.clone() } else { Vec::new() };
         serve.extend_from_slice(setup.core_args);
-        let (core, core_addr) = start_core(&store, dir.path(), &serve);
-        let (edge, edge_url) = start_edge(&[&core_addr], dir.path(), setup.edge_args);
+        let (core, core_addr) = start_core_with_env(&store, dir.path(), &serve, setup.env);
+        let (edge, edge_url) = start_edge_with_env(&[&core_addr], dir.path(), setup.edge_args, setup.env);
         Self { dir, store, core, core_addr, edge: Some(edge), edge_url }
     }
 
