@@ -79,17 +79,9 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
     };
     let (grant_index, remaining) = index;
 
-    let intent = |ordinal: i64| {
-        let intent = EffectIntent {
-            invocation_id: effect::invocation_id(call.episode, ordinal as u64),
-            episode_id: call.episode.to_owned(),
-            ordinal: ordinal as u64,
-            effect: requirement.effect.clone(),
-            scope: requirement.scope.clone(),
-            cost: requirement.cost,
-            request_ref: request.hash,
-            logical_time: call.now,
-        };
+    let (episode, owned, request_ref, now) = (call.episode.to_owned(), requirement.clone(), request.hash, call.now);
+    let intent = move |ordinal: i64| {
+        let intent = EffectIntent::new(&episode, ordinal as u64, &owned, request_ref, now);
         StoredObject::new(effect::INTENT, PROVENANCE, intent.payload())
     };
     let (ordinal, _) = call

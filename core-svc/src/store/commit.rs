@@ -20,12 +20,12 @@ use tokio::sync::{OwnedMutexGuard, oneshot};
 
 use world_model::HashRef;
 
-use super::direct::DirectTx;
 use super::journal::{self, IntentKey, JournalState};
 use super::script::{Script, placeholders};
+use super::tx::Tx;
 use super::{
-    Columns, Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, WriteTx,
-    insert_objects, set_head,
+    Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, insert_objects,
+    set_head,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -179,11 +179,7 @@ impl Store {
     /// statements whatever the batch holds), then one reply per commit once COMMIT returns.
     async fn commit_batch(&self, turn: OwnedMutexGuard<()>, batch: Vec<Queued>) {
         let replies = |batch: Vec<Queued>| batch.into_iter().map(|queued| queued.reply);
-        let begun = match &self.direct {
-            Some(direct) => direct.begin().map(|tx| BatchTx::Direct { tx, _turn: turn }),
-            None => self.write_tx_on(turn).await.map(BatchTx::Pooled),
-        };
-        let mut tx = match begun {
+        let mut tx = match self.begin(turn).await {
             Ok(tx) => tx,
             Err(error) => return fail_all(replies(batch), &error.to_string()),
         };
@@ -233,6 +229,14 @@ impl Store {
     }
 }
 
+/// Runs `work` (a write transaction) on the commit thread and waits for it: on SQLite the
+/// direct connection's statements and fsync then never block an async worker.
+pub(super) async fn on_writer<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
+) -> Result<T, StoreError> {
+    committer().spawn(work).await.map_err(|e| StoreError::Uncertain(format!("the write task ended abnormally: {e}")))?
+}
+
 /// The thread commits run on, with its own runtime: a commit's many short waits on the
 /// database are then answered at once, not after every other task the core has queued.
 fn committer() -> &'static tokio::runtime::Handle {
@@ -260,80 +264,8 @@ fn fail_all(replies: impl Iterator<Item = oneshot::Sender<Outcome>>, cause: &str
     }
 }
 
-/// The transaction a batch runs in: a pooled one, or on SQLite the direct writer connection
-/// (which the batch then drives without leaving the commit thread).
-enum BatchTx<'a> {
-    Pooled(WriteTx),
-    Direct {
-        // Declared first, so dropped first: a rollback ends before the turn passes on.
-        tx: DirectTx<'a>,
-        _turn: OwnedMutexGuard<()>,
-    },
-}
-
-impl BatchTx<'_> {
-    async fn journal_states(&mut self, ids: &[&str]) -> Result<HashMap<String, JournalState>, StoreError> {
-        match self {
-            BatchTx::Pooled(tx) => journal::states(tx, ids).await,
-            BatchTx::Direct { tx, .. } => journal::states_direct(tx.conn(), ids),
-        }
-    }
-
-    /// The selected head's world row in one read; `None` when no world is selected.
-    async fn selected_world(&mut self) -> Result<Option<WorldRow>, StoreError> {
-        const SQL: &str = "SELECT h.ref, w.world_ref, w.revision, w.state_root, w.log_head FROM heads h \
-                           LEFT JOIN worlds w ON w.world_ref = h.ref WHERE h.name = $1";
-        let decode = |row: &dyn Columns| -> Result<WorldRow, StoreError> {
-            if row.optional_text("world_ref")?.is_none() {
-                let head = row.text("ref")?;
-                return Err(StoreError::Damaged(format!("the selected head {head} has no world row")));
-            }
-            super::world_from_row(row)
-        };
-        match self {
-            BatchTx::Pooled(tx) => {
-                let row = sqlx::query(SQL).bind(SELECTED_WORLD_HEAD).fetch_optional(&mut **tx).await?;
-                row.map(|row| decode(&row)).transpose()
-            }
-            BatchTx::Direct { tx, .. } => {
-                let mut statement = tx.conn().prepare_cached(SQL)?;
-                let mut rows = statement.query([SELECTED_WORLD_HEAD])?;
-                rows.next()?.map(|row| decode(row)).transpose()
-            }
-        }
-    }
-
-    /// Whether the log holds an entry at `index` or with `hash`.
-    async fn entry_logged(&mut self, index: i64, hash: &HashRef) -> Result<bool, StoreError> {
-        const SQL: &str = "SELECT 1 AS present FROM log_entries WHERE entry_index = $1 OR entry_hash = $2";
-        match self {
-            BatchTx::Pooled(tx) => {
-                Ok(sqlx::query(SQL).bind(index).bind(hash.to_string()).fetch_optional(&mut **tx).await?.is_some())
-            }
-            BatchTx::Direct { tx, .. } => {
-                let mut statement = tx.conn().prepare_cached(SQL)?;
-                Ok(statement.exists(rusqlite::params![index, hash.to_string()])?)
-            }
-        }
-    }
-
-    async fn write(&mut self, script: Script) -> Result<(), StoreError> {
-        match self {
-            BatchTx::Pooled(tx) => script.run(tx).await,
-            BatchTx::Direct { tx, .. } => script.run_direct(tx.conn()),
-        }
-    }
-
-    async fn commit(self) -> Result<(), StoreError> {
-        match self {
-            BatchTx::Pooled(tx) => Ok(tx.commit().await?),
-            BatchTx::Direct { tx, .. } => tx.commit(),
-        }
-    }
-}
-
 /// The journal of the batch's invocation ids and the selected world, in two reads.
-async fn read_view(tx: &mut BatchTx<'_>, ids: &[&str]) -> Result<BatchView, StoreError> {
+async fn read_view(tx: &mut Tx<'_>, ids: &[&str]) -> Result<BatchView, StoreError> {
     Ok(BatchView {
         journal: tx.journal_states(ids).await?,
         world: tx.selected_world().await?,
@@ -346,7 +278,7 @@ async fn read_view(tx: &mut BatchTx<'_>, ids: &[&str]) -> Result<BatchView, Stor
 /// log); an accepted commit moves the view on. Nothing is written here, so a refusal leaves
 /// the transaction as it was and the batch goes on.
 async fn check(
-    tx: &mut BatchTx<'_>,
+    tx: &mut Tx<'_>,
     proposal: Proposal,
     phase: &Mutex<Phase>,
     view: &mut BatchView,

@@ -1,13 +1,13 @@
-//! The effect journal and episode leases.
+//! The effect journal.
 //!
 //! An effect's intent is durable before its handler runs and is the debit of its budget;
 //! its outcome and record are durable before anyone is told anything. Ordinals are gapless
-//! per episode because they are assigned inside the store's write transaction, and an
-//! episode's effectful calls run one at a time under a lease row, whichever core serves them.
+//! per episode because they are assigned inside the store's write transaction.
 
 use sqlx::Row;
 use world_model::AccessTriple;
 
+use super::commit::on_writer;
 use super::journal;
 use super::script::Script;
 use super::{Store, StoreError, StoredObject, insert_objects};
@@ -47,37 +47,41 @@ impl Store {
         call_id: &str,
         requirement: &AccessTriple,
         request: &StoredObject,
-        intent: impl FnOnce(i64) -> StoredObject,
+        intent: impl FnOnce(i64) -> StoredObject + Send + 'static,
     ) -> Result<(i64, StoredObject), StoreError> {
-        let request_payload = request.verify("request")?;
-        let mut tx = self.write_tx().await?;
-        let row = sqlx::query("SELECT COALESCE(MAX(ordinal), -1) AS last FROM effect_intents WHERE episode = $1")
-            .bind(episode)
-            .fetch_one(&mut *tx)
-            .await?;
-        let ordinal = row.try_get::<i64, _>("last")?.checked_add(1).ok_or_else(|| {
-            StoreError::invalid("ordinal", format!("episode {episode} has exhausted its effect ordinals"))
-        })?;
-        let intent = intent(ordinal);
-        let intent_payload = intent.verify("intent")?;
-        let effect_id = format!("{EFFECT_NAMESPACE}{episode}:{ordinal}");
-        let mut script = Script::new();
-        insert_objects(&mut script, &[(request, request_payload), (&intent, intent_payload)]);
-        journal::append_rows(&mut script, &[(effect_id.as_str(), "intent", &intent)]);
-        script
-            .statement(
-                "INSERT INTO effect_intents (episode, ordinal, call_id, effect, scope, cost) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(episode)
-            .bind(ordinal)
-            .bind(call_id)
-            .bind(requirement.effect.as_str())
-            .bind(requirement.scope.as_str())
-            .bind(requirement.cost);
-        script.run(&mut tx).await?;
-        tx.commit().await?;
-        Ok((ordinal, intent))
+        request.verify("request")?;
+        let (store, episode, call_id) = (self.clone(), episode.to_owned(), call_id.to_owned());
+        let (requirement, request) = (requirement.clone(), request.clone());
+        on_writer(async move {
+            let mut tx = store.begin(store.writer_turn().await).await?;
+            let last = tx
+                .integer("SELECT COALESCE(MAX(ordinal), -1) FROM effect_intents WHERE episode = $1", &episode)
+                .await?;
+            let ordinal = last.checked_add(1).ok_or_else(|| {
+                StoreError::invalid("ordinal", format!("episode {episode} has exhausted its effect ordinals"))
+            })?;
+            let intent = intent(ordinal);
+            let intent_payload = intent.verify("intent")?;
+            let effect_id = format!("{EFFECT_NAMESPACE}{episode}:{ordinal}");
+            let mut script = Script::new();
+            insert_objects(&mut script, &[(&request, request.verify("request")?), (&intent, intent_payload)]);
+            journal::append_rows(&mut script, &[(effect_id.as_str(), "intent", &intent)]);
+            script
+                .statement(
+                    "INSERT INTO effect_intents (episode, ordinal, call_id, effect, scope, cost) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(episode.as_str())
+                .bind(ordinal)
+                .bind(call_id.as_str())
+                .bind(requirement.effect.as_str())
+                .bind(requirement.scope.as_str())
+                .bind(requirement.cost);
+            tx.write(script).await?;
+            tx.commit().await?;
+            Ok((ordinal, intent))
+        })
+        .await
     }
 
     /// Writes an effect's outcome with the objects it names (result, record), in one
@@ -88,24 +92,30 @@ impl Store {
         objects: &[&StoredObject],
         outcome: &StoredObject,
     ) -> Result<(), StoreError> {
-        let mut verified = Vec::with_capacity(objects.len() + 1);
         for (i, object) in objects.iter().copied().chain([outcome]).enumerate() {
-            verified.push((object, object.verify(&format!("objects[{i}]"))?));
+            object.verify(&format!("objects[{i}]"))?;
         }
-        let mut tx = self.write_tx().await?;
-        let (has_intent, has_outcome) = journal_kinds(&mut tx, effect_id).await?;
-        if !has_intent {
-            return Err(StoreError::invalid("invocationId", format!("{effect_id} has no durable intent")));
-        }
-        if has_outcome {
-            return Err(StoreError::DuplicateInvocation { invocation_id: effect_id.to_owned(), kind: "outcome" });
-        }
-        let mut script = Script::new();
-        insert_objects(&mut script, &verified);
-        journal::append_rows(&mut script, &[(effect_id, "outcome", outcome)]);
-        script.run(&mut tx).await?;
-        tx.commit().await?;
-        Ok(())
+        let (store, effect_id) = (self.clone(), effect_id.to_owned());
+        let objects: Vec<StoredObject> = objects.iter().map(|o| (*o).clone()).collect();
+        let outcome = outcome.clone();
+        on_writer(async move {
+            let mut tx = store.begin(store.writer_turn().await).await?;
+            let kinds = tx.texts("SELECT kind FROM journal WHERE invocation_id = $1", &effect_id).await?;
+            if !kinds.iter().any(|k| k == "intent") {
+                return Err(StoreError::invalid("invocationId", format!("{effect_id} has no durable intent")));
+            }
+            if kinds.iter().any(|k| k == "outcome") {
+                return Err(StoreError::DuplicateInvocation { invocation_id: effect_id, kind: "outcome" });
+            }
+            let verified: Vec<(&StoredObject, &[u8])> =
+                objects.iter().chain([&outcome]).map(|o| (o, o.payload.as_deref().unwrap_or_default())).collect();
+            let mut script = Script::new();
+            insert_objects(&mut script, &verified);
+            journal::append_rows(&mut script, &[(effect_id.as_str(), "outcome", &outcome)]);
+            tx.write(script).await?;
+            tx.commit().await
+        })
+        .await
     }
 
     /// The receipt of an effect: `not-started`, `indeterminate` (intent, no outcome: the
@@ -139,54 +149,6 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?
             .is_some())
-    }
-
-    /// Takes `episode`'s lease for `owner` until `expires_at` if it is free or expired.
-    pub async fn acquire_episode_lease(
-        &self,
-        episode: &str,
-        owner: &str,
-        now: i64,
-        expires_at: i64,
-    ) -> Result<bool, StoreError> {
-        let _turn = self.writer_turn().await;
-        let row = sqlx::query(
-            "INSERT INTO episode_leases (episode, owner, expires_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (episode) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at \
-             WHERE episode_leases.expires_at <= $4 RETURNING owner",
-        )
-        .bind(episode)
-        .bind(owner)
-        .bind(expires_at)
-        .bind(now)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.is_some())
-    }
-
-    /// Gives `episode`'s lease back if `owner` still holds it.
-    pub async fn release_episode_lease(&self, episode: &str, owner: &str) -> Result<(), StoreError> {
-        let _turn = self.writer_turn().await;
-        sqlx::query("DELETE FROM episode_leases WHERE episode = $1 AND owner = $2")
-            .bind(episode)
-            .bind(owner)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// Startup of the only core that may serve this store (a SQLite store's serving lock is
-    /// exclusive): every lease and running claim it finds belongs to a core that died, so
-    /// their episodes and ids are free again at once rather than when they expire.
-    pub async fn release_dead_owners(&self) -> Result<(u64, u64), StoreError> {
-        let mut tx = self.write_tx().await?;
-        let leases = sqlx::query("DELETE FROM episode_leases").execute(&mut *tx).await?.rows_affected();
-        let claims = sqlx::query("UPDATE invocation_claims SET claimed_at = 0 WHERE state = 'running'")
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        tx.commit().await?;
-        Ok((leases, claims))
     }
 
     /// Intents without an outcome, oldest first, after journal sequence `after`.

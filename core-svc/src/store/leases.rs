@@ -1,5 +1,6 @@
-//! Invocation claims: the database-enforced in-flight guard and the record
-//! of which call an invocation id names.
+//! Claims and leases, both held in the database so any core sees them: an invocation
+//! claim is the in-flight guard and the record of which call an id names; an episode lease
+//! makes one episode's effectful calls run one at a time, whichever core serves them.
 
 use sqlx::Row;
 
@@ -86,5 +87,53 @@ impl Store {
         let _turn = self.writer_turn().await;
         sqlx::query(sql).bind(invocation_id).execute(&self.pool).await?;
         Ok(())
+    }
+
+    /// Takes `episode`'s lease for `owner` until `expires_at` if it is free or expired.
+    pub async fn acquire_episode_lease(
+        &self,
+        episode: &str,
+        owner: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> Result<bool, StoreError> {
+        let _turn = self.writer_turn().await;
+        let row = sqlx::query(
+            "INSERT INTO episode_leases (episode, owner, expires_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (episode) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at \
+             WHERE episode_leases.expires_at <= $4 RETURNING owner",
+        )
+        .bind(episode)
+        .bind(owner)
+        .bind(expires_at)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.is_some())
+    }
+
+    /// Gives `episode`'s lease back if `owner` still holds it.
+    pub async fn release_episode_lease(&self, episode: &str, owner: &str) -> Result<(), StoreError> {
+        let _turn = self.writer_turn().await;
+        sqlx::query("DELETE FROM episode_leases WHERE episode = $1 AND owner = $2")
+            .bind(episode)
+            .bind(owner)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Startup of the only core that may serve this store (a SQLite store's serving lock is
+    /// exclusive): every lease and running claim it finds belongs to a core that died, so
+    /// their episodes and ids are free again at once rather than when they expire.
+    pub async fn release_dead_owners(&self) -> Result<(u64, u64), StoreError> {
+        let mut tx = self.write_tx().await?;
+        let leases = sqlx::query("DELETE FROM episode_leases").execute(&mut *tx).await?.rows_affected();
+        let claims = sqlx::query("UPDATE invocation_claims SET claimed_at = 0 WHERE state = 'running'")
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok((leases, claims))
     }
 }
