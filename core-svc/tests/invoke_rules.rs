@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use world_core::capsule::{CapsuleError, Runner};
+use world_core::effects::ailang::AilangHandlers;
 use world_core::effects::handlers::Effects;
 use world_core::effects::workspace::WorkspaceHandlers;
 use world_core::invoke::{Call, Coordinator, Invoked};
@@ -18,7 +19,7 @@ use world_core::limits::Limits;
 use world_core::registry::{RegistryReader, revision_object};
 use world_core::session::SessionBinding;
 use world_core::store::{OpenMode, Store, StoreLocation, StoredObject};
-use world_core::subprocess::{Finished, RunError};
+use world_core::subprocess::{Finished, RunError, Slots};
 use world_model::registry::{TRANSITION_REGISTRY, TRANSITION_SOURCE};
 use world_model::{
     AccessTriple, Descriptor, Episode, Failure, Grant, HashRef, Revision, Schema, Surface, TransitionId,
@@ -123,7 +124,15 @@ async fn bench() -> Bench {
     store.put_object(&object).await.unwrap();
     store.compare_and_set_registry_head(TRANSITION_REGISTRY, None, &object.hash).await.unwrap();
     let runner = Arc::new(Scripted { replies: Mutex::default(), inputs: Mutex::default() });
-    let effects = Effects::new(root.clone(), WorkspaceHandlers::new(HashRef::of(b"core")));
+    // No row here reaches the tool interpreter, so none is given.
+    let tools = AilangHandlers::new(
+        PathBuf::from("/nonexistent/ailang"),
+        HashRef::of(b"tool"),
+        None,
+        Slots::new(1),
+        Duration::from_secs(1),
+    );
+    let effects = Effects::new(root.clone(), WorkspaceHandlers::new(HashRef::of(b"core")), tools);
     let coordinator = Coordinator::new(store.clone(), runner.clone(), Limits::default(), Default::default())
         .with_effects(Arc::new(effects));
     Bench {

@@ -260,7 +260,7 @@ async fn effect_pair(client: &reqwest::Client, capsules: &str, served_workers: &
     let env = [("TMPDIR", capsules), ("TOKIO_WORKER_THREADS", served_workers)];
     let world = World::published(
         &fixture("effects/transitions.json"),
-        4,
+        5,
         Setup { core_args: &core_args, env: &env, ..Setup::default() },
     );
     let tokens: Vec<String> = (0..EPISODES)

@@ -11,7 +11,7 @@ use world_proto::v1 as pb;
 use world_proto::v1::invocation_client::InvocationClient;
 use world_tests::{Setup, World, bin, fixture, http};
 
-const TRANSITIONS: usize = 4;
+const TRANSITIONS: usize = 5;
 
 /// The core build with fault points; `tests/run.sh` builds it.
 fn faults_core() -> PathBuf {

@@ -9,7 +9,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use world_tests::{Setup, World, fixture, http};
 
-const TRANSITIONS: usize = 4;
+const TRANSITIONS: usize = 5;
 const READ: &str = "Workspace.Read=worktree";
 const WRITE: &str = "Workspace.Write=worktree";
 
@@ -343,4 +343,70 @@ fn restart_core(world: &mut World, root: &Path) {
     let ailang = world_tests::bin("ailang").display().to_string();
     let root = root.display().to_string();
     world.restart_core(&world_tests::bin("world-core"), &["--ailang-bin", &ailang, "--workspace-root", &root], &[]);
+}
+
+fn tool_plan(effect: &str, payload: Value) -> Value {
+    plan(json!([{"id":"e1","effect":effect,"scope":"worktree","cost":1,"payload":payload}]), false, Value::Null)
+}
+
+/// The output of one scripted Ailang.* effect, after checking it committed and ran `ok`.
+async fn tool(world: &World, token: &str, task: &str, effect: &str, payload: Value) -> Value {
+    let answer = a2a(world, token, task, "fx.scripted_tools", json!({"plan": tool_plan(effect, payload)})).await;
+    let output = a2a_output(&answer).clone();
+    assert!(output["tool"].as_str().is_some_and(|t| t.starts_with("sha256:")), "{task}: {answer}");
+    output
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ailang_tools_check_run_discover_and_stay_in_the_worktree() {
+    let (world, root) = effect_world();
+    let grants: Vec<String> = ["Ailang.Check", "Ailang.Run", "Ailang.Discover", "Ailang.CLI"]
+        .iter()
+        .map(|e| format!("{e}=worktree:20"))
+        .collect();
+    let grants: Vec<&str> = grants.iter().map(String::as_str).collect();
+    let token = world.mint("ep1", &grants, 3600);
+    let ep = root.join("ep1");
+    std::fs::write(ep.join("bad.ail"), "module bad\n\nexport func main(input: string) -> string {\n  1 + \"x\"\n}\n")
+        .unwrap();
+    let cat = "module cat\n\nimport std/fs (readFile)\n\nexport func main(path: string) -> string ! {FS} {\n  readFile(path)\n}\n";
+    std::fs::write(ep.join("cat.ail"), cat).unwrap();
+    std::fs::write(ep.join("in.txt"), "inside").unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", ep.join("out-link")).unwrap();
+
+    let checked = tool(&world, &token, "check-bad", "Ailang.Check", json!({"op":"check","path":"bad.ail"})).await;
+    let report: Value = serde_json::from_str(checked["stdout"].as_str().unwrap_or_default()).expect("a check report");
+    assert_eq!(report["passed"], false, "{checked}");
+    assert!(report["error_count"].as_i64().unwrap_or_default() >= 1, "{report}");
+    let checked = tool(&world, &token, "check-good", "Ailang.Check", json!({"op":"check","path":"cat.ail"})).await;
+    assert_eq!(checked["exit_code"], 0, "{checked}");
+
+    let ran = tool(&world, &token, "run-in", "Ailang.Run", json!({"path":"cat.ail","args_json":"\"in.txt\""})).await;
+    assert_eq!((ran["exit_code"].clone(), ran["stdout"].as_str()), (json!(0), Some("inside\n")), "{ran}");
+    let ran = tool(&world, &token, "run-out", "Ailang.Run", json!({"path":"cat.ail","args_json":"\"out-link\""})).await;
+    assert_ne!(ran["exit_code"], 0, "a symlink out of the worktree is refused: {ran}");
+    assert!(ran["stderr"].as_str().is_some_and(|e| e.contains("outside the sandbox")), "{ran}");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), "secret").unwrap();
+    std::fs::hard_link(outside.path().join("secret"), ep.join("hard")).unwrap();
+    let ran = tool(&world, &token, "run-hard", "Ailang.Run", json!({"path":"cat.ail","args_json":"\"hard\""})).await;
+    assert!(!ran["stdout"].as_str().unwrap_or_default().contains("secret"), "a hard link out is refused: {ran}");
+    // The source itself is read through the confined worktree, never by the interpreter.
+    let ran = tool(&world, &token, "run-link", "Ailang.Run", json!({"path":"out-link"})).await;
+    assert_eq!(ran["ok"], false, "{ran}");
+
+    let found = tool(&world, &token, "discover", "Ailang.Discover", json!({"op":"builtins_list"})).await;
+    assert!(found["stdout"].as_str().is_some_and(|s| s.contains("readFile")), "{found}");
+    let version = tool(&world, &token, "cli", "Ailang.CLI", json!({"op":"version"})).await;
+    assert!(version["stdout"].as_str().is_some_and(|s| !s.is_empty()), "{version}");
+    let answer = a2a(
+        &world,
+        &token,
+        "cli-read",
+        "fx.scripted_tools",
+        json!({"plan": tool_plan("Ailang.CLI", json!({"op":"read"}))}),
+    )
+    .await;
+    let (status, _) = only_effect(&world, &token, a2a_output(&answer)).await;
+    assert_eq!(status, "failed", "an op outside the allow-list is a failed effect: {answer}");
 }

@@ -35,6 +35,12 @@ pub struct ServeArgs {
     /// transitions are served only with it. The store and artifacts must lie outside it.
     #[arg(long, env = "WORLD_WORKSPACE_ROOT")]
     workspace_root: Option<PathBuf>,
+    /// The interpreter the Ailang.* handlers run (default: the pinned --ailang-bin).
+    #[arg(long, env = "WORLD_TOOL_AILANG_BIN")]
+    tool_ailang_bin: Option<PathBuf>,
+    /// The examples corpus the Ailang.* handlers search (default: the interpreter's bundled one).
+    #[arg(long, env = "WORLD_EXAMPLES_DIR")]
+    examples_dir: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
     /// Serve Prometheus metrics (`GET /metrics`) on this address.
@@ -91,6 +97,8 @@ pub async fn run(args: ServeArgs) -> Outcome {
         ailang_bin: args.ailang_bin.as_deref(),
         artifacts: args.artifacts.as_deref(),
         workspace_root: args.workspace_root.as_deref(),
+        tool_ailang_bin: args.tool_ailang_bin.as_deref(),
+        examples_dir: args.examples_dir.as_deref(),
         limits: args.limits,
     };
     let core = build_core(&store, &location, options).await?;
@@ -115,6 +123,8 @@ pub struct CoreOptions<'a> {
     pub ailang_bin: Option<&'a Path>,
     pub artifacts: Option<&'a Path>,
     pub workspace_root: Option<&'a Path>,
+    pub tool_ailang_bin: Option<&'a Path>,
+    pub examples_dir: Option<&'a Path>,
     pub limits: LimitArgs,
 }
 
@@ -125,7 +135,7 @@ pub async fn build_core(
     location: &StoreLocation,
     options: CoreOptions<'_>,
 ) -> Result<Arc<Core>, Failed> {
-    let CoreOptions { ailang_bin, artifacts, workspace_root, limits } = options;
+    let CoreOptions { ailang_bin, artifacts, workspace_root, tool_ailang_bin, examples_dir, limits } = options;
     recover(store).await?;
     let Some(binary) = ailang_bin else {
         if workspace_root.is_some() {
@@ -138,10 +148,16 @@ pub async fn build_core(
     let slots = Slots::new(limits.max_subprocesses);
     let interpreter = pin_interpreter(store, location, binary, artifacts, &slots).await?;
     let archive_root = Archive::for_store(location, artifacts).map_err(Failed::refused)?.root().to_path_buf();
+    let tool = ToolOptions {
+        program: tool_ailang_bin.map_or_else(|| interpreter.path.clone(), Path::to_path_buf),
+        examples: examples_dir.map(Path::to_path_buf),
+        slots: slots.clone(),
+        timeout: limits.handler,
+    };
     let verified =
         VerifiedInterpreter::open(interpreter).map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
     let effects = match workspace_root {
-        Some(root) => Some(effect_handlers(root, location, &archive_root)?),
+        Some(root) => Some(effect_handlers(root, location, &archive_root, tool)?),
         None => {
             tracing::info!("serving without --workspace-root: effectful transitions are refused (R8)");
             None
@@ -168,22 +184,39 @@ async fn recover(store: &Store) -> Result<(), Failed> {
 }
 
 /// The effect handlers over `root`, which must hold neither the store nor its artifacts.
+/// What the Ailang.* handlers run with.
+struct ToolOptions {
+    program: PathBuf,
+    examples: Option<PathBuf>,
+    slots: Slots,
+    timeout: std::time::Duration,
+}
+
 fn effect_handlers(
     root: &Path,
     location: &StoreLocation,
     archive_root: &Path,
+    tool: ToolOptions,
 ) -> Result<Arc<world_core::effects::handlers::Effects>, Failed> {
-    use world_core::effects::{handlers::Effects, workspace::WorkspaceHandlers, worktree};
+    use world_core::effects::{ailang::AilangHandlers, handlers::Effects, workspace::WorkspaceHandlers, worktree};
     let mut outside: Vec<&Path> = vec![archive_root];
     if let Some(path) = location.sqlite_path() {
         outside.push(path);
     }
     let root = worktree::validate_workspace_root(root, &outside)
         .map_err(|e| Failed::refused(format!("--workspace-root {}: {e}", root.display())))?;
-    let tool = world_core::effects::core_binary_ref()
+    let core = world_core::effects::core_binary_ref()
         .map_err(|e| Failed::fatal(format!("startup failed at effects: cannot hash this binary: {e}")))?;
-    tracing::info!(root = %root.display(), "serving effects in episode worktrees under the workspace root");
-    Ok(Arc::new(Effects::new(root, WorkspaceHandlers::new(tool))))
+    if let Some(examples) = &tool.examples
+        && !examples.is_dir()
+    {
+        return Err(Failed::refused(format!("--examples-dir {}: not a directory", examples.display())));
+    }
+    let tool_ref = world_core::effects::file_ref(&tool.program)
+        .map_err(|e| Failed::refused(format!("--tool-ailang-bin {}: cannot read it: {e}", tool.program.display())))?;
+    tracing::info!(root = %root.display(), tool = %tool_ref, "serving effects in episode worktrees under the workspace root");
+    let ailang = AilangHandlers::new(tool.program, tool_ref, tool.examples, tool.slots, tool.timeout);
+    Ok(Arc::new(Effects::new(root, WorkspaceHandlers::new(core), ailang)))
 }
 
 /// Archives `binary` next to the store and bootstraps epoch 1 for its release.

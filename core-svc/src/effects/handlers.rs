@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use world_model::Episode;
 
+use super::ailang::AilangHandlers;
 use super::workspace::WorkspaceHandlers;
 use super::worktree::Worktree;
 
@@ -25,6 +26,7 @@ pub enum HandlerFailure {
 pub struct Effects {
     workspace_root: PathBuf,
     workspace: WorkspaceHandlers,
+    ailang: AilangHandlers,
 }
 
 /// The handlers of one episode: its worktree and the effect names served there.
@@ -33,8 +35,8 @@ pub struct Bound {
 }
 
 impl Effects {
-    pub fn new(workspace_root: PathBuf, workspace: WorkspaceHandlers) -> Self {
-        Self { workspace_root, workspace }
+    pub fn new(workspace_root: PathBuf, workspace: WorkspaceHandlers, ailang: AilangHandlers) -> Self {
+        Self { workspace_root, workspace, ailang }
     }
 
     /// The handlers for `episode`, or none when its worktree is absent, not a directory or
@@ -51,7 +53,7 @@ impl Effects {
 
     /// Whether `effect` has a handler in a bound episode.
     pub fn handles(&self, effect: &str) -> bool {
-        WorkspaceHandlers::EFFECTS.contains(&effect)
+        WorkspaceHandlers::EFFECTS.contains(&effect) || AilangHandlers::EFFECTS.contains(&effect)
     }
 
     /// Performs one effect; blocking file work runs off the async threads.
@@ -62,6 +64,9 @@ impl Effects {
         scope: &str,
         payload: &[u8],
     ) -> Result<Vec<u8>, HandlerFailure> {
+        if AilangHandlers::EFFECTS.contains(&effect) {
+            return self.ailang.handle(&bound.worktree, effect, scope, payload).await;
+        }
         let worktree = Arc::clone(&bound.worktree);
         let workspace = self.workspace.clone();
         let (effect, scope, payload) = (effect.to_owned(), scope.to_owned(), payload.to_vec());
