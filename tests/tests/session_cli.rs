@@ -162,3 +162,23 @@ fn genesis_is_refused_once_a_head_exists() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("already has a selected world head (sha256:"), "{stderr}");
 }
+
+#[test]
+fn the_se_tools_preset_grants_every_coding_tool_effect() {
+    let (_dir, store) = new_store();
+    let mut command = Command::new(bin("world-core"));
+    command
+        .args(["session", "mint", "--episode", "demo", "--preset", "se-tools", "--budget", "7", "--store"])
+        .arg(&store);
+    let run = run_attended(command, "y\n");
+    assert!(run.status.success(), "{}", run.stderr);
+    assert!(run.terminal.contains("(6 grant(s),"), "{:?}", run.terminal);
+    let listed = list(&store);
+    for effect in world_model::SE_TOOLS_EFFECTS {
+        assert!(listed.contains(&format!("{effect}=worktree:7")), "{effect}: {listed}");
+    }
+    let mut command = Command::new(bin("world-core"));
+    command.args(["session", "mint", "--episode", "demo", "--preset", "other", "--store"]).arg(&store);
+    let output = command.env_remove("CI").output().unwrap();
+    assert!(!output.status.success(), "an unknown preset is refused");
+}

@@ -24,8 +24,15 @@ pub enum SessionCommand {
         #[arg(long)]
         episode: String,
         /// A grant EFFECT=SCOPE:BUDGET (repeatable; the budget follows the last ':').
-        #[arg(long = "grant", value_name = "EFFECT=SCOPE:BUDGET", required = true)]
+        #[arg(long = "grant", value_name = "EFFECT=SCOPE:BUDGET", required_unless_present = "preset")]
         grants: Vec<String>,
+        /// Grants by name: `se-tools` grants every coding-tool effect (Workspace.Read,
+        /// Workspace.Write, Ailang.Check, Ailang.Run, Ailang.Discover, Ailang.CLI) at scope worktree.
+        #[arg(long, value_parser = ["se-tools"])]
+        preset: Option<String>,
+        /// Each preset grant's budget, in calls.
+        #[arg(long, default_value_t = world_model::PRESET_BUDGET, requires = "preset")]
+        budget: i64,
         /// Seconds until the session and its grants expire.
         #[arg(long, default_value_t = 3600)]
         ttl: i64,
@@ -58,20 +65,36 @@ pub enum SessionCommand {
 
 pub async fn run(command: SessionCommand) -> Outcome {
     match command {
-        SessionCommand::Mint { store, episode, grants, ttl, out } => mint(&store, &episode, &grants, ttl, out).await,
+        SessionCommand::Mint { store, episode, grants, preset, budget, ttl, out } => {
+            let preset = preset.map(|name| (name, budget));
+            mint(&store, &episode, &grants, preset, ttl, out).await
+        }
         SessionCommand::List { store, episode, json } => list(&store, episode.as_deref(), json).await,
         SessionCommand::Revoke { store, credential_id, episode } => revoke(&store, credential_id, episode).await,
     }
 }
 
-async fn mint(store: &str, episode: &str, grant_specs: &[String], ttl: i64, out: Option<PathBuf>) -> Outcome {
+async fn mint(
+    store: &str,
+    episode: &str,
+    grant_specs: &[String],
+    preset: Option<(String, i64)>,
+    ttl: i64,
+    out: Option<PathBuf>,
+) -> Outcome {
     let episode = Episode::parse(episode).map_err(|e| Failed::refused(format!("invalid --episode: {e}")))?;
     if ttl < 0 {
         return Err(Failed::refused("--ttl must be non-negative"));
     }
     // Expiry is stamped at mint time below; parse only validates here.
-    let grants: Vec<Grant> =
+    let mut grants: Vec<Grant> =
         grant_specs.iter().map(|spec| Grant::parse_cli(spec, 0)).collect::<Result<_, _>>().map_err(Failed::refused)?;
+    if let Some((name, budget)) = preset {
+        if budget < 0 {
+            return Err(Failed::refused("--budget must be non-negative"));
+        }
+        grants.extend(world_model::preset_grants(&name, budget, 0).unwrap_or_default());
+    }
     if let Some(path) = &out
         && path.exists()
     {

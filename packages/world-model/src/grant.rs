@@ -15,6 +15,26 @@ pub struct Grant {
     pub expires_at: i64,
 }
 
+/// The effects the coding tools (the se-tools package) plan, all at scope `worktree`.
+pub const SE_TOOLS_EFFECTS: [&str; 6] =
+    ["Workspace.Read", "Workspace.Write", "Ailang.Check", "Ailang.Run", "Ailang.Discover", "Ailang.CLI"];
+/// The budget a preset grants each effect when none is given.
+pub const PRESET_BUDGET: i64 = 50;
+
+/// The grants a named session preset stands for: `se-tools` is one grant per coding-tool
+/// effect at scope `worktree`, each with `budget` calls.
+pub fn preset_grants(name: &str, budget: i64, expires_at: i64) -> Option<Vec<Grant>> {
+    match name {
+        "se-tools" => Some(
+            SE_TOOLS_EFFECTS
+                .iter()
+                .map(|effect| Grant { effect: (*effect).to_owned(), scope: "worktree".to_owned(), budget, expires_at })
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
 /// Why `--grant EFFECT=SCOPE:BUDGET` text was refused; texts match the reference CLI.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum GrantParseError {
@@ -262,6 +282,15 @@ mod tests {
         assert_eq!(serde_json::from_str::<Grant>(&json).unwrap(), g);
         let a = access("E", "s", 1);
         assert_eq!(serde_json::to_string(&a).unwrap(), r#"{"effect":"E","scope":"s","cost":1}"#);
+    }
+
+    #[test]
+    fn the_se_tools_preset_grants_every_coding_tool_effect_at_worktree() {
+        let grants = preset_grants("se-tools", 7, 100).expect("a known preset");
+        let effects: Vec<&str> = grants.iter().map(|g| g.effect.as_str()).collect();
+        assert_eq!(effects, SE_TOOLS_EFFECTS);
+        assert!(grants.iter().all(|g| g.scope == "worktree" && g.budget == 7 && g.expires_at == 100));
+        assert_eq!(preset_grants("other", 1, 1), None);
     }
 
     #[test]
