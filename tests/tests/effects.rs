@@ -410,3 +410,53 @@ async fn the_ailang_tools_check_run_discover_and_stay_in_the_worktree() {
     let (status, _) = only_effect(&world, &token, a2a_output(&answer)).await;
     assert_eq!(status, "failed", "an op outside the allow-list is a failed effect: {answer}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn why_walks_every_object_of_an_effectful_call_and_marks_a_tampered_one() {
+    let (world, _root) = effect_world();
+    let token = world.mint("ep1", &[&format!("{READ}:10")], 3600);
+    let answer = a2a(&world, &token, "why-1", "fx.read", json!({"path":"hello.txt"})).await;
+    let (_, record) = only_effect(&world, &token, a2a_output(&answer)).await;
+    let entry = answer["result"]["metadata"]["entry_index"].as_i64().expect("entry index");
+
+    let why = |args: &[&str]| {
+        let output =
+            std::process::Command::new(world_tests::bin("world-core")).arg("why").args(args).output().expect("why");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let store = world.store.display().to_string();
+    let core = format!("http://{}", world.core_addr);
+    for args in [
+        vec![record.as_str(), "--store", &store, "--json"],
+        vec!["a2a:ep1:why-1", "--store", &store, "--json"],
+        vec![record.as_str(), "--core", &core, "--session", &token, "--json"],
+    ] {
+        let (ok, stdout, stderr) = why(&args);
+        assert!(ok, "{args:?}: {stderr}");
+        let walk: Value = serde_json::from_str(&stdout).expect("why --json");
+        assert_eq!(walk["entry"]["index"], entry, "{args:?}");
+        assert_eq!(walk["entry"]["verified"], "ok");
+        let roles: Vec<&str> =
+            walk["objects"].as_array().unwrap().iter().map(|o| o["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["record", "input", "output", "plan", "effect 0", "request", "result", "source"], "{args:?}");
+        assert!(walk["objects"].as_array().unwrap().iter().all(|o| o["verified"] == "ok"), "{stdout}");
+    }
+
+    // Tamper with the effect's result behind the store's back: the walk marks it and fails.
+    let result = payload(&world, &token, &record).await["resultRef"].as_str().unwrap().to_owned();
+    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!("sqlite://{store}")).await.unwrap();
+    sqlx::query("UPDATE objects SET payload = $1 WHERE hash = $2")
+        .bind(b"{\"forged\":true}".to_vec())
+        .bind(&result)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let (ok, stdout, _) = why(&[&entry.to_string(), "--store", &store]);
+    assert!(!ok, "a tampered walk fails");
+    let line = stdout.lines().find(|l| l.contains(&result)).expect("the result's line");
+    assert!(line.contains("MISMATCH"), "{stdout}");
+}

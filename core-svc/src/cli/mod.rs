@@ -3,6 +3,7 @@
 mod serve;
 mod session;
 mod up;
+mod why;
 
 use std::process::ExitCode;
 
@@ -38,6 +39,9 @@ enum Command {
     /// mint a demo session on first run (attended), then serve a core and an
     /// edge until Ctrl-C.
     Up(up::UpArgs),
+    /// Walk back from a result (an entry index, an object ref or an invocation id) to
+    /// everything that made it, verifying each object's hash.
+    Why(why::WhyArgs),
 }
 
 #[derive(clap::Args)]
@@ -87,6 +91,7 @@ pub fn main() -> ExitCode {
             Command::Session(command) => session::run(command).await,
             Command::Genesis(args) => genesis(args).await,
             Command::Up(args) => up::run(args).await,
+            Command::Why(args) => why::run(args).await,
         };
         // Flushing blocks on the exporter's own thread.
         let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;

@@ -19,7 +19,8 @@ const PROVENANCE: &str = "host/broker";
 #[derive(Debug)]
 pub struct Dispatched {
     pub status: EffectStatus,
-    pub record: HashRef,
+    /// The durable effect record; the commit carries it too, so the log indexes it.
+    pub record: StoredObject,
     /// The handler's output (canonical JSON) when the effect succeeded.
     pub output: Option<Vec<u8>>,
 }
@@ -74,7 +75,7 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
                 .await
                 .map_err(|_| not_run("denial record", &"the write budget ended"))?
                 .map_err(|e| not_run("denial record", &e))?;
-            return Ok(Dispatched { status: EffectStatus::Denied, record: record.hash, output: None });
+            return Ok(Dispatched { status: EffectStatus::Denied, record, output: None });
         }
     };
     let (grant_index, remaining) = index;
@@ -139,10 +140,10 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
         Err(_) => return Err(unrecorded(Vec::new(), "the outcome write ran past its budget".into())),
     }
     match output {
-        Ok(output) => Ok(Dispatched { status: EffectStatus::Ok, record: record.hash, output: Some(output) }),
+        Ok(output) => Ok(Dispatched { status: EffectStatus::Ok, record, output: Some(output) }),
         Err(cause) => {
             tracing::warn!(effect = %effect_id, %cause, "effect failed");
-            Ok(Dispatched { status: EffectStatus::Failed, record: record.hash, output: None })
+            Ok(Dispatched { status: EffectStatus::Failed, record, output: None })
         }
     }
 }

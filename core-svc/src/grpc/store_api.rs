@@ -135,6 +135,29 @@ impl StoreApi for StoreService {
         Ok(Response::new(pb::ObjectsBySemanticIdReply { outcome: Some(outcome) }))
     }
 
+    async fn object_entry(
+        &self,
+        request: Request<pb::ObjectEntryRequest>,
+    ) -> Result<Response<pb::ObjectEntryReply>, Status> {
+        use pb::object_entry_reply::Outcome;
+        let store = &self.core.store;
+        let outcome = self
+            .gated(&request, "object entry", async {
+                let hash = parse_ref("object ref", &request.get_ref().r#ref)?;
+                store
+                    .entry_of_object(&hash)
+                    .await
+                    .map_err(read_failure("object entry"))?
+                    .ok_or_else(|| not_found("no log entry carries this object"))
+            })
+            .await;
+        let outcome = match outcome {
+            Ok(entry) => Outcome::Entry(convert::entry(entry)),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::ObjectEntryReply { outcome: Some(outcome) }))
+    }
+
     async fn get_log_entry(
         &self,
         request: Request<pb::GetLogEntryRequest>,

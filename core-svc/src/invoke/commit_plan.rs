@@ -2,7 +2,7 @@
 //! planned against whatever world is the head when the commit transaction runs.
 
 use serde_json::json;
-use world_model::{Descriptor, EntryHeader, Episode, HashRef, Surface, canonical_value, entry_hash, world_ref};
+use world_model::{Descriptor, EntryHeader, Episode, Surface, canonical_value, entry_hash, world_ref};
 
 use crate::store::{Commit, LogEntry, Planner, StoredObject, WorldRow};
 
@@ -18,7 +18,9 @@ pub struct Produced {
     pub input: Vec<u8>,
     pub output: Vec<u8>,
     /// An effectful call's plan (its canonical bytes) and effect records, in plan order.
-    pub effects: Option<(Vec<u8>, Vec<HashRef>)>,
+    /// The records are committed with the entry (they are already stored), so the log's
+    /// object index leads from an effect record back to its entry.
+    pub effects: Option<(Vec<u8>, Vec<StoredObject>)>,
 }
 
 /// The planner of one call's commit; `now` is its logical time.
@@ -56,8 +58,9 @@ pub fn planner(
             Some((plan, records)) => {
                 let plan = StoredObject::new(PLAN_SEMANTIC_ID, by, plan);
                 fields["plan"] = json!(plan.hash.to_string());
-                fields["effects"] = json!(records.iter().map(HashRef::to_string).collect::<Vec<_>>());
+                fields["effects"] = json!(records.iter().map(|r| r.hash.to_string()).collect::<Vec<_>>());
                 objects.push(plan);
+                objects.extend(records);
                 RECORD_V2_SEMANTIC_ID
             }
         };

@@ -87,6 +87,7 @@ impl Coordinator {
         }
 
         let mut results = Vec::with_capacity(plan.effects.len());
+        let mut record_objects = Vec::with_capacity(plan.effects.len());
         for planned in &plan.effects {
             // The handler leaves 6 s of the call for what follows it, and at most its own bound.
             let left = running.deadline.saturating_duration_since(Instant::now());
@@ -105,13 +106,16 @@ impl Coordinator {
             let span = tracing::info_span!("effect", world.effect = %planned.requirement.effect);
             let dispatched = tracing::Instrument::instrument(broker::dispatch(&mut ledger, call), span).await;
             match dispatched {
-                Ok(done) => results.push(EffectResult {
-                    id: planned.id.clone(),
-                    effect: planned.requirement.effect.clone(),
-                    status: done.status,
-                    record: done.record,
-                    output: done.output,
-                }),
+                Ok(done) => {
+                    results.push(EffectResult {
+                        id: planned.id.clone(),
+                        effect: planned.requirement.effect.clone(),
+                        status: done.status,
+                        record: done.record.hash,
+                        output: done.output,
+                    });
+                    record_objects.push(done.record);
+                }
                 Err(DispatchError::NotRun(cause)) => return Err(Refusal::because(FailureCode::Unavailable, cause)),
                 Err(error @ DispatchError::Unrecorded { .. }) => {
                     let records = results.iter().map(|r| r.record).collect();
@@ -149,7 +153,7 @@ impl Coordinator {
             let produced = Produced {
                 input: running.input.to_vec(),
                 output,
-                effects: Some((plan.canonical.clone(), records.clone())),
+                effects: Some((plan.canonical.clone(), record_objects.clone())),
             };
             let remaining = budget.saturating_sub(tail_started.elapsed());
             self.commit(running, produced, now, remaining)

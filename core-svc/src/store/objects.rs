@@ -19,6 +19,18 @@ macro_rules! select_entries {
 }
 
 impl Store {
+    /// The first log entry whose commit carried `object`.
+    pub async fn entry_of_object(&self, object: &HashRef) -> Result<Option<LogEntry>, StoreError> {
+        let row = sqlx::query("SELECT MIN(entry_index) AS entry_index FROM commit_objects WHERE object_ref = $1")
+            .bind(object.to_string())
+            .fetch_one(&self.pool)
+            .await?;
+        match sqlx::Row::try_get::<Option<i64>, _>(&row, "entry_index")? {
+            Some(index) => self.log_entry(index).await,
+            None => Ok(None),
+        }
+    }
+
     // ----- objects -------------------------------------------------------
 
     /// Stores an object after checking its payload hashes to its ref;
