@@ -108,6 +108,9 @@ impl Store for FakeCore {
     async fn get_log_entry(&self, _: tonic::Request<pb::GetLogEntryRequest>) -> Reply<pb::GetLogEntryReply> {
         Err(Status::internal("not scripted"))
     }
+    async fn object_entry(&self, _: tonic::Request<pb::ObjectEntryRequest>) -> Reply<pb::ObjectEntryReply> {
+        Err(Status::internal("not scripted"))
+    }
     async fn log_page(&self, request: tonic::Request<pb::LogPageRequest>) -> Reply<pb::LogPageReply> {
         use pb::log_page_reply::Outcome;
         let outcome = match self.session(&request) {
