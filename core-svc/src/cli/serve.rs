@@ -152,7 +152,9 @@ pub async fn build_core(
         program: tool_ailang_bin.map_or_else(|| interpreter.path.clone(), Path::to_path_buf),
         examples: examples_dir.map(Path::to_path_buf),
         slots: slots.clone(),
-        timeout: limits.handler,
+        // Inside the handler's own bound, so a slow tool ends as a clean timeout the output
+        // reports rather than an indeterminate effect.
+        timeout: limits.handler.saturating_sub(std::time::Duration::from_secs(2)),
     };
     let verified =
         VerifiedInterpreter::open(interpreter).map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;

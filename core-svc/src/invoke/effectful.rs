@@ -92,6 +92,10 @@ impl Coordinator {
             // The handler leaves 6 s of the call for what follows it, and at most its own bound.
             let left = running.deadline.saturating_duration_since(Instant::now());
             let handler_timeout = self.limits.handler.min(left.saturating_sub(Duration::from_secs(6)));
+            if handler_timeout.is_zero() {
+                // Too late to run an effect and still record it: refuse before the intent.
+                return Err(Refusal::because(FailureCode::Deadline, "no time left for the effect's handler"));
+            }
             let call = EffectCall {
                 store: &self.store,
                 effects,
