@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 use tonic::transport::Channel;
-use world_model::{EntryHeader, HashRef, entry_hash};
+use world_model::HashRef;
 use world_proto::v1 as pb;
 use world_proto::v1::store_client::StoreClient;
 
@@ -71,17 +71,7 @@ pub async fn run(args: WhyArgs) -> Outcome {
     };
     let entry = source.resolve(&args.target).await?;
     let nodes = walk(&source, &entry).await?;
-    let entry_ok = entry_hash(
-        &EntryHeader {
-            entry_index: entry.entry_index,
-            semantics_epoch: entry.semantics_epoch,
-            transition_fn: &entry.transition_fn,
-            interpreter: &entry.interpreter,
-            prev_entry_hash: &entry.prev_entry_hash,
-            written_by: &entry.written_by,
-        },
-        &entry.transition_ref,
-    ) == entry.entry_hash;
+    let entry_ok = world_core::genesis::entry_hash(&entry) == entry.entry_hash;
     if args.json {
         let objects: Vec<Value> = nodes
             .iter()
