@@ -1,9 +1,11 @@
 //! `world-core up`: the one-command start. State lives in one directory
 //! (default `./.world/`); the first run bootstraps the epoch with the sibling
 //! `ailang`, commits genesis, runs the attended publish of the bundled
-//! examples on the operator's terminal and mints a demo session (attended
-//! y/N); every run then serves a core and a spawned sibling `world-edge`
-//! until Ctrl-C. A rerun reuses the state and republishes only what changed.
+//! examples and coding tools on the operator's terminal, creates the demo
+//! episode's worktree with a sample program and mints a demo session with the
+//! coding tools' grants (attended y/N); every run then serves a core over that
+//! workspace and a spawned sibling `world-edge` until Ctrl-C. A rerun reuses
+//! the state and republishes only the packages that changed.
 
 use std::net::SocketAddr;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -26,15 +28,35 @@ use super::{Failed, Outcome, open_store};
 const EPISODE: &str = "demo";
 const DEMO_GRANTS: [&str; 1] = ["world.apply=world:1000"];
 const DEMO_TTL: i64 = 7 * 24 * 3600;
+/// The sample program a fresh demo worktree starts with.
+const SAMPLE_NAME: &str = "hello.ail";
+const SAMPLE: &str = r#"-- A transition: main takes the caller's arguments as JSON text and returns a JSON object.
+module hello
+
+import std/json (decode, encode, getString, jo, js, kv)
+import std/option (getOrElse)
+
+export func main(input: string) -> string {
+  let name = match decode(input) {
+    Ok(args) => getOrElse(getString(args, "name"), "world"),
+    Err(_) => "world"
+  } in
+  encode(jo([kv("greeting", js("hello, ${name}"))]))
+}
+"#;
 
 #[derive(clap::Args)]
 pub struct UpArgs {
     /// Where the store, archives, worktree and session file live.
     #[arg(long, env = "WORLD_UP_DIR", default_value = ".world")]
     dir: PathBuf,
-    /// The bundled manifest to publish (paths in it are relative to the current directory).
-    #[arg(long, default_value = "packages/examples/transitions.json")]
-    manifest: PathBuf,
+    /// The bundled manifests to publish, each on its own (paths in them are relative to the
+    /// current directory).
+    #[arg(
+        long = "manifest",
+        default_values = ["packages/examples/transitions.json", "packages/se-tools/transitions.json"]
+    )]
+    manifests: Vec<PathBuf>,
     /// The core's gRPC address.
     #[arg(long, default_value = "127.0.0.1:7650")]
     core_listen: SocketAddr,
@@ -60,26 +82,38 @@ pub async fn run(args: UpArgs) -> Outcome {
         step("committed genesis", &world.reference.to_string());
     }
 
-    let digest_file = args.dir.join("published.sha256");
-    let digest = bundle_digest(&args.manifest)?;
-    if std::fs::read_to_string(&digest_file).ok().as_deref() != Some(digest.as_str()) {
-        step("publishing", &args.manifest.display().to_string());
-        // The publisher needs the store to itself: no core serves yet.
-        publish(&siblings, &location, &args.manifest).await?;
-        std::fs::write(&digest_file, &digest).map_err(Failed::fatal)?;
-    } else {
-        step("published transitions are current", &args.manifest.display().to_string());
+    for (i, manifest) in args.manifests.iter().enumerate() {
+        let digest_file = args.dir.join(format!("published-{i}.sha256"));
+        let digest = bundle_digest(manifest)?;
+        if std::fs::read_to_string(&digest_file).ok().as_deref() != Some(digest.as_str()) {
+            step("publishing", &manifest.display().to_string());
+            // The publisher needs the store to itself: no core serves yet.
+            publish(&siblings, &location, manifest).await?;
+            std::fs::write(&digest_file, &digest).map_err(Failed::fatal)?;
+        } else {
+            step("published transitions are current", &manifest.display().to_string());
+        }
     }
 
     let episode = Episode::parse(EPISODE).map_err(Failed::fatal)?;
-    let workspace = args.dir.join("ws").join(EPISODE);
-    std::fs::create_dir_all(&workspace).map_err(Failed::fatal)?;
+    let workspace_root = args.dir.join("ws");
+    let worktree = workspace_root.join(EPISODE);
+    std::fs::create_dir_all(&worktree).map_err(Failed::fatal)?;
+    let sample = worktree.join(SAMPLE_NAME);
+    if !sample.exists() {
+        std::fs::write(&sample, SAMPLE).map_err(Failed::fatal)?;
+        step("wrote a sample program", &sample.display().to_string());
+    }
     let session_file = args.dir.join("session");
     ensure_session(&store, &episode, &session_file).await?;
 
     let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
-    let core =
-        build_core(&store, &location, CoreOptions { ailang_bin: Some(&siblings.ailang), ..Default::default() }).await?;
+    let options = CoreOptions {
+        ailang_bin: Some(&siblings.ailang),
+        workspace_root: Some(&workspace_root),
+        ..Default::default()
+    };
+    let core = build_core(&store, &location, options).await?;
     let listener = TcpListener::bind(args.core_listen)
         .await
         .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.core_listen)))?;
@@ -198,17 +232,23 @@ async fn publish(siblings: &Siblings, location: &StoreLocation, manifest: &Path)
 async fn ensure_session(store: &world_core::store::Store, episode: &Episode, file: &Path) -> Outcome {
     if let Ok(token) = std::fs::read_to_string(file) {
         let header = format!("Bearer {}", token.trim());
-        if session::resolve(store, Some(&header), now_unix()).await.is_ok() {
+        // A session minted before the coding tools were bundled lacks their grants.
+        let current = session::resolve(store, Some(&header), now_unix())
+            .await
+            .is_ok_and(|binding| binding.grants.iter().any(|g| g.effect == world_model::SE_TOOLS_EFFECTS[0]));
+        if current {
             step("reusing the demo session", &file.display().to_string());
             return Ok(());
         }
         std::fs::remove_file(file).map_err(Failed::fatal)?;
     }
-    let grants: Vec<Grant> =
+    let mut grants: Vec<Grant> =
         DEMO_GRANTS.iter().map(|g| Grant::parse_cli(g, 0)).collect::<Result<_, _>>().map_err(Failed::fatal)?;
+    grants.extend(world_model::preset_grants("se-tools", world_model::PRESET_BUDGET, 0).unwrap_or_default());
     let prompt = format!(
-        "Mint a demo session for episode {episode} ({}, expiry +{DEMO_TTL}s) into {}? [y/N] ",
+        "Mint a demo session for episode {episode} ({} and the se-tools preset, {} calls each, expiry +{DEMO_TTL}s) into {}? [y/N] ",
         DEMO_GRANTS.join(" "),
+        world_model::PRESET_BUDGET,
         file.display()
     );
     tokio::task::spawn_blocking(move || attended::confirm_yes("session mint", &prompt))
@@ -265,5 +305,10 @@ fn print_connection(edge_url: &str, session_file: &Path) {
         "  {{\"mcpServers\":{{\"world\":{{\"type\":\"http\",\"url\":\"{mcp}\",\"headers\":{{\"Authorization\":\"Bearer <contents of {}>\"}}}}}}}}",
         session.display()
     );
+    println!();
+    println!("Try this (the agent's worktree is .world/ws/{EPISODE}/):");
+    println!("  1. list the tools (tools/list): ailang-read, ailang-write, ailang-edit, ailang-check, ailang-run, …");
+    println!("  2. read the sample: ailang-read {{\"path\": \"{SAMPLE_NAME}\"}}");
+    println!("  3. check it:        ailang-check {{\"path\": \"{SAMPLE_NAME}\"}}");
     println!("Ctrl-C stops the core and the edge.");
 }
