@@ -39,8 +39,9 @@ fn preset_session(world: &World, episode: &str, budget: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_writes_checks_fixes_runs_and_reads_a_program_through_the_sdk() {
-    let python = std::env::var_os("WORLD_TEST_PYTHON")
-        .expect("WORLD_TEST_PYTHON is not set: run the tests with tests/run.sh, which makes a virtualenv with the MCP SDK");
+    let python = std::env::var_os("WORLD_TEST_PYTHON").expect(
+        "WORLD_TEST_PYTHON is not set: run the tests with tests/run.sh, which makes a virtualenv with the MCP SDK",
+    );
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("agent")).unwrap();
     let world = se_tools_world(root.path());
@@ -60,7 +61,8 @@ async fn an_agent_writes_checks_fixes_runs_and_reads_a_program_through_the_sdk()
         ["ailang-cli", {"op": "version"}],
     ]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/agent_session.py");
-    let run = Command::new(python).arg(&script).arg(world.url("/mcp/")).arg(&token).arg(calls.to_string()).output().unwrap();
+    let run =
+        Command::new(python).arg(&script).arg(world.url("/mcp/")).arg(&token).arg(calls.to_string()).output().unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(run.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&run.stderr));
     let seen: Value = serde_json::from_str(stdout.trim()).expect("one JSON object");

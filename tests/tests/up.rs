@@ -61,8 +61,9 @@ fn interrupt(mut child: Child) {
 async fn up_on_a_fresh_directory_serves_the_echo_tool_and_reruns_without_asking() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join(".world");
-    let phrase = format!("publish 1 transitions to {}\n", state.join("world.db").display());
-    let (mut child, lines, terminal) = up(&state, &format!("{phrase}y\n"));
+    let store = state.join("world.db").display().to_string();
+    let phrases = format!("publish 1 transitions to {store}\npublish 8 transitions to {store}\n");
+    let (mut child, lines, terminal) = up(&state, &format!("{phrases}y\n"));
     let mcp = wait_for_mcp_url(&lines, &mut child);
     assert!(mcp.starts_with("http://127.0.0.1:") && mcp.ends_with("/mcp/"), "{mcp}");
 
@@ -80,11 +81,22 @@ async fn up_on_a_fresh_directory_serves_the_echo_tool_and_reruns_without_asking(
         .json()
         .await
         .unwrap();
-    assert_eq!(card["skills"][0]["id"], "tools.echo");
-    assert!(state.join("ws/demo").is_dir());
+    let skills: Vec<&str> = card["skills"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert!(skills.contains(&"tools.echo") && skills.contains(&"ailang-read"), "{skills:?}");
+    assert!(state.join("ws/demo/hello.ail").is_file(), "the demo worktree has the sample program");
+    // The real MCP client reads the sample through the coding tools.
+    let python = std::env::var_os("WORLD_TEST_PYTHON").expect("WORLD_TEST_PYTHON is not set: run tests/run.sh");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/agent_session.py");
+    let calls = r#"[["ailang-read", {"path": "hello.ail"}], ["ailang-check", {"path": "hello.ail"}]]"#;
+    let run = Command::new(python).arg(&script).arg(&mcp).arg(&token).arg(calls).output().unwrap();
+    let seen: serde_json::Value = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|_| panic!("agent session: {}", String::from_utf8_lossy(&run.stderr)));
+    assert!(seen["results"][0]["output"]["content"].as_str().is_some_and(|c| c.contains("module hello")), "{seen}");
+    assert_eq!(seen["results"][1]["output"]["passed"], true, "{seen}");
     interrupt(child);
     let prompts = terminal.join().unwrap();
     assert!(prompts.contains("publish 1 transitions to"), "{prompts}");
+    assert!(prompts.contains("publish 8 transitions to"), "{prompts}");
     assert!(prompts.contains("Mint a demo session for episode demo"), "{prompts}");
 
     // A rerun reuses everything: nothing is typed, nothing is asked.

@@ -108,11 +108,8 @@ pub async fn run(args: UpArgs) -> Outcome {
     ensure_session(&store, &episode, &session_file).await?;
 
     let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
-    let options = CoreOptions {
-        ailang_bin: Some(&siblings.ailang),
-        workspace_root: Some(&workspace_root),
-        ..Default::default()
-    };
+    let options =
+        CoreOptions { ailang_bin: Some(&siblings.ailang), workspace_root: Some(&workspace_root), ..Default::default() };
     let core = build_core(&store, &location, options).await?;
     let listener = TcpListener::bind(args.core_listen)
         .await
