@@ -86,7 +86,7 @@ async fn an_agent_writes_checks_fixes_runs_and_reads_a_program_through_the_sdk()
     assert!(output(7).get("stdout").is_some() || output(7)["ok"] == true, "{}", output(7));
     assert!(output(8)["stdout"].as_str().is_some_and(|s| !s.is_empty()), "{}", output(8));
     assert_eq!(world.log_len(&token).await, before + results.len(), "one committed entry per call");
-    assert_eq!(std::fs::read_to_string(root.path().join("agent/hello.ail")).unwrap().contains("hi"), true);
+    assert!(std::fs::read_to_string(root.path().join("agent/hello.ail")).unwrap().contains("hi"));
 
     // A refusal is a committed ok:false result, and a budget of N allows N calls of its effect.
     let small = preset_session(&world, "agent", "0");
