@@ -6,9 +6,11 @@
 //!   32 connections (target ≥ 0.25×);
 //! * `tools/call` of the echo transition vs a loop spawning `ailang run`
 //!   directly, both at 8 concurrent (target ≥ 0.5×);
-//! * `tools/call` of an effectful transition planning one `Workspace.Read` vs
-//!   the same spawn loop, 8 concurrent over 8 episodes (an episode's effectful
-//!   calls run one at a time) (target ≥ 0.45×).
+//! * `tools/call` of the coding tool `ailang-read` (an effectful transition:
+//!   one interpreter run planning a `Workspace.Read`, the native handler, the
+//!   effect journal and a larger commit) vs the same spawn loop, 8 concurrent
+//!   over 8 episodes, as an episode's effectful calls run one at a time
+//!   (target ≥ 0.45×).
 //!
 //! An answer whose body is a JSON-RPC error counts as a failure, not a success.
 //! Baseline and subject take turns, several rounds each, so a shift in the
@@ -26,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use world_core::capsule;
-use world_tests::{Setup, World, bin, examples_dir, fixture};
+use world_tests::{Setup, World, bin, examples_dir};
 
 /// One measured loop.
 const RUN: Duration = Duration::from_secs(3);
@@ -258,11 +260,8 @@ async fn effect_pair(client: &reqwest::Client, capsules: &str, served_workers: &
     let root = workspace.path().display().to_string();
     let core_args = ["--workspace-root", root.as_str()];
     let env = [("TMPDIR", capsules), ("TOKIO_WORKER_THREADS", served_workers)];
-    let world = World::published(
-        &fixture("effects/transitions.json"),
-        5,
-        Setup { core_args: &core_args, env: &env, ..Setup::default() },
-    );
+    let manifest = examples_dir().join("../se-tools/transitions.json");
+    let world = World::published(&manifest, 8, Setup { core_args: &core_args, env: &env, ..Setup::default() });
     let tokens: Vec<String> = (0..EPISODES)
         .map(|episode| world.mint(&format!("bench{episode}"), &["Workspace.Read=worktree:100000000"], 3600))
         .collect();
@@ -279,11 +278,11 @@ async fn effect_pair(client: &reqwest::Client, capsules: &str, served_workers: &
                 .header("Authorization", format!("Bearer {token}"))
                 .header("Content-Type", "application/json")
                 .header("Accept", "application/json, text/event-stream")
-                .body(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fx_dread","arguments":{"path":"hello.txt"}}}"#);
+                .body(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ailang-read","arguments":{"path":"hello.txt"}}}"#);
             succeeded(request)
         })
     };
-    compare("effect call", "spawn loop", 0.45, &processes, || spawn_loop(echo.path()), subject).await;
+    compare("ailang-read", "spawn loop", 0.45, &processes, || spawn_loop(echo.path()), subject).await;
 }
 
 async fn list_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: &Processes) {
