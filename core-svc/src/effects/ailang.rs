@@ -9,7 +9,8 @@
 //! interpreter's own `openat2` sandbox. Every run has a fixed minimal environment, a time
 //! bound, capped output, and counts against the core's subprocess slots.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -58,7 +59,7 @@ impl AilangHandlers {
 
     pub async fn handle(
         &self,
-        worktree: &Worktree,
+        worktree: &Arc<Worktree>,
         effect: &str,
         scope: &str,
         payload: &[u8],
@@ -140,22 +141,11 @@ impl AilangHandlers {
         canonical_value(&Value::Object(output))
     }
 
-    async fn run(&self, worktree: &Worktree, invocation: Invocation) -> Result<Map<String, Value>, Refusal> {
-        let stage = tempfile::Builder::new()
-            .prefix("world-tool-")
-            .tempdir()
-            .map_err(|e| Refusal(format!("cannot make a staging directory: {e}")))?;
-        if let Some(path) = &invocation.source {
-            let bytes = worktree.read(path, &self.policy).map_err(|e| match e {
-                AccessError::Refused { reason, .. } => Refusal(format!("path {path:?} refused: {reason}")),
-                other => Refusal(other.to_string()),
-            })?;
-            let staged = stage.path().join(path);
-            if let Some(parent) = staged.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| Refusal(format!("staging {path:?}: {e}")))?;
-            }
-            std::fs::write(&staged, bytes).map_err(|e| Refusal(format!("staging {path:?}: {e}")))?;
-        }
+    async fn run(&self, worktree: &Arc<Worktree>, invocation: Invocation) -> Result<Map<String, Value>, Refusal> {
+        let (source, worktree_handle, policy) = (invocation.source.clone(), Arc::clone(worktree), self.policy.clone());
+        let stage = tokio::task::spawn_blocking(move || stage(&worktree_handle, source.as_deref(), &policy))
+            .await
+            .map_err(|e| Refusal(format!("staging ended abnormally: {e}")))??;
         let slot = self.slots.try_take().map_err(|e| Refusal(format!("the tool cannot run now: {e}")))?;
         let mut spawn = Spawn::new(&self.program, stage.path())
             .args(invocation.argv.iter())
@@ -181,6 +171,27 @@ impl AilangHandlers {
         stream(&mut output, "stderr", &finished.stderr);
         Ok(output)
     }
+}
+
+/// A fresh directory holding a copy of the worktree file `source` (read through the confined
+/// worktree) at the same relative path.
+fn stage(worktree: &Worktree, source: Option<&str>, policy: &ConfinementPolicy) -> Result<tempfile::TempDir, Refusal> {
+    let stage = tempfile::Builder::new()
+        .prefix("world-tool-")
+        .tempdir()
+        .map_err(|e| Refusal(format!("cannot make a staging directory: {e}")))?;
+    if let Some(path) = source {
+        let bytes = worktree.read(path, policy).map_err(|e| match e {
+            AccessError::Refused { reason, .. } => Refusal(format!("path {path:?} refused: {reason}")),
+            other => Refusal(other.to_string()),
+        })?;
+        let staged = stage.path().join(path);
+        if let Some(parent) = staged.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Refusal(format!("staging {path:?}: {e}")))?;
+        }
+        std::fs::write(&staged, bytes).map_err(|e| Refusal(format!("staging {path:?}: {e}")))?;
+    }
+    Ok(stage)
 }
 
 /// A refusal the output reports as `{"ok":false,"refused":…}`.
@@ -281,9 +292,4 @@ fn stream(output: &mut Map<String, Value>, name: &str, bytes: &[u8]) {
     if end < text.len() {
         output.insert(format!("{name}_truncated"), json!(true));
     }
-}
-
-/// The tool interpreter's ref: the sha256 of its bytes.
-pub fn tool_ref(program: &Path) -> std::io::Result<HashRef> {
-    super::file_ref(program)
 }
