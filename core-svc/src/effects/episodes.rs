@@ -1,8 +1,11 @@
 //! An episode's effect turn: effectful calls of one episode run one at a time.
 //!
-//! The database decides (a lease row per episode, taken by whichever core serves the call);
-//! this process queues its own callers for an episode first, in arrival order, so only the
-//! head of the queue polls the database and a turn is handed over as soon as it ends.
+//! On PostgreSQL, which several cores may serve, the database decides: a lease row per
+//! episode, taken by whichever core serves the call. A SQLite store has exactly one serving
+//! core (its serving lock is an exclusive file lock the kernel drops with a dead process), so
+//! there the queue below is the whole rule and no lease row is written. Either way this
+//! process queues its own callers for an episode in arrival order, so only the head of the
+//! queue polls the database and a turn is handed over as soon as it ends.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::session::{now_unix, random_bytes};
-use crate::store::{Store, StoreError};
+use crate::store::{Backend, Store, StoreError};
 
 /// First and longest pause between two attempts at a lease another core holds.
 const FIRST_RETRY: Duration = Duration::from_millis(2);
@@ -27,6 +30,8 @@ pub struct Turn {
     episode: String,
     owner: String,
     _local: OwnedMutexGuard<()>,
+    /// Whether a lease row stands for this turn in the database.
+    leased: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -53,12 +58,15 @@ impl EpisodeTurns {
         let late = || TurnError::Deadline(episode.to_owned());
         let local = tokio::time::timeout_at(deadline.into(), queue.lock_owned()).await.map_err(|_| late())?;
         let owner = hex::encode(&random_bytes()[..12]);
+        if store.backend() == Backend::Sqlite {
+            return Ok(Turn { episode: episode.to_owned(), owner, _local: local, leased: false });
+        }
         let mut pause = FIRST_RETRY;
         loop {
             let now = now_unix();
             let expires = now + lease.as_secs() as i64;
             if store.acquire_episode_lease(episode, &owner, now, expires).await? {
-                return Ok(Turn { episode: episode.to_owned(), owner, _local: local });
+                return Ok(Turn { episode: episode.to_owned(), owner, _local: local, leased: true });
             }
             if Instant::now() + pause >= deadline {
                 return Err(late());
@@ -70,7 +78,9 @@ impl EpisodeTurns {
 
     /// Ends a turn: the lease goes back and the next local caller goes on.
     pub async fn end(&self, store: &Store, turn: Turn) {
-        if let Err(error) = store.release_episode_lease(&turn.episode, &turn.owner).await {
+        if turn.leased
+            && let Err(error) = store.release_episode_lease(&turn.episode, &turn.owner).await
+        {
             tracing::warn!(%error, episode = %turn.episode, "releasing the episode lease failed; it expires on its own");
         }
         let episode = turn.episode.clone();
