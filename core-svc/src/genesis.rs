@@ -52,7 +52,15 @@ pub fn genesis_commit(now: i64) -> Commit {
         state_root: object.hash,
         log_head: entry.entry_hash,
     };
-    Commit { invocation_id: None, observed_head: None, objects: vec![object], next_world, entry, logical_time: now }
+    Commit {
+        invocation_id: None,
+        observed_head: None,
+        objects: vec![object],
+        next_world,
+        entry,
+        logical_time: now,
+        effect_outcomes: Vec::new(),
+    }
 }
 
 pub async fn commit_genesis(store: &Store, now: i64) -> Result<WorldRow, StoreError> {

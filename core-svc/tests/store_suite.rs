@@ -84,6 +84,7 @@ fn next_commit(head: Option<&WorldRow>, payload: &str, invocation_id: Option<&st
         next_world,
         entry,
         logical_time: 1_700_000_000,
+        effect_outcomes: Vec::new(),
     }
 }
 

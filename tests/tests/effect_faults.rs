@@ -56,7 +56,7 @@ async fn a_core_killed_mid_effect_never_runs_it_again_and_debits_it_once() {
     for (point, ran, receipt) in [
         ("after-intent", false, "indeterminate"),
         ("after-handler", true, "indeterminate"),
-        ("before-commit", true, "resolved"),
+        ("before-commit", true, "indeterminate"),
     ] {
         let root = workspace();
         let root_arg = root.display().to_string();

@@ -10,7 +10,7 @@ use world_model::{
 };
 
 use super::handlers::{Bound, Effects, HandlerFailure};
-use crate::store::{Store, StoredObject};
+use crate::store::{Store, StoreError, StoredObject};
 
 /// Provenance of every object the broker writes.
 const PROVENANCE: &str = "host/broker";
@@ -23,6 +23,17 @@ pub struct Dispatched {
     pub record: StoredObject,
     /// The handler's output (canonical JSON) when the effect succeeded.
     pub output: Option<Vec<u8>>,
+    /// The outcome of an effect that ran, still to be made durable: inside the call's commit
+    /// when it commits (one durable write fewer), by [`record_outcome`] when it does not.
+    pub pending: Option<PendingOutcome>,
+}
+
+/// An effect's outcome journal entry and the objects it names (result, record).
+#[derive(Clone, Debug)]
+pub struct PendingOutcome {
+    pub effect_id: String,
+    pub objects: Vec<StoredObject>,
+    pub outcome: StoredObject,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +86,7 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
                 .await
                 .map_err(|_| not_run("denial record", &"the write budget ended"))?
                 .map_err(|e| not_run("denial record", &e))?;
-            return Ok(Dispatched { status: EffectStatus::Denied, record, output: None });
+            return Ok(Dispatched { status: EffectStatus::Denied, record, output: None, pending: None });
         }
     };
     let (grant_index, remaining) = index;
@@ -131,20 +142,27 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
         logical_time: call.now,
     };
     let outcome = StoredObject::new(effect::OUTCOME, PROVENANCE, outcome.payload());
-    let objects: Vec<&StoredObject> = result.iter().chain([&record]).collect();
-    match tokio::time::timeout(call.write_budget, call.store.append_effect_outcome(&effect_id, &objects, &outcome))
-        .await
-    {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => return Err(unrecorded(Vec::new(), error.to_string())),
-        Err(_) => return Err(unrecorded(Vec::new(), "the outcome write ran past its budget".into())),
-    }
-    match output {
-        Ok(output) => Ok(Dispatched { status: EffectStatus::Ok, record, output: Some(output) }),
+    let (status, output) = match output {
+        Ok(output) => (EffectStatus::Ok, Some(output)),
         Err(cause) => {
             tracing::warn!(effect = %effect_id, %cause, "effect failed");
-            Ok(Dispatched { status: EffectStatus::Failed, record, output: None })
+            (EffectStatus::Failed, None)
         }
+    };
+    let pending = PendingOutcome { effect_id, objects: result.into_iter().chain([record.clone()]).collect(), outcome };
+    Ok(Dispatched { status, record, output, pending: Some(pending) })
+}
+
+/// Writes an outcome the call will not commit (it failed after the effect ran), on its own
+/// budget, before anyone is told.
+pub async fn record_outcome(store: &Store, pending: &PendingOutcome, budget: Duration) -> Result<(), String> {
+    let objects: Vec<&StoredObject> = pending.objects.iter().collect();
+    match tokio::time::timeout(budget, store.append_effect_outcome(&pending.effect_id, &objects, &pending.outcome))
+        .await
+    {
+        Ok(Ok(())) | Ok(Err(StoreError::DuplicateInvocation { .. })) => Ok(()),
+        Ok(Err(error)) => Err(format!("writing the outcome of {}: {error}", pending.effect_id)),
+        Err(_) => Err(format!("writing the outcome of {} ran past its budget", pending.effect_id)),
     }
 }
 

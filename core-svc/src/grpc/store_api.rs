@@ -273,6 +273,7 @@ impl StoreApi for StoreService {
                 next_world,
                 entry,
                 logical_time: crate::session::now_unix(),
+                effect_outcomes: Vec::new(),
             };
             self.core
                 .store

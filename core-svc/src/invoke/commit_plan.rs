@@ -4,6 +4,7 @@
 use serde_json::json;
 use world_model::{Descriptor, EntryHeader, Episode, Surface, canonical_value, entry_hash, world_ref};
 
+use crate::effects::broker::PendingOutcome;
 use crate::store::{Commit, LogEntry, Planner, StoredObject, WorldRow};
 
 pub const INPUT_SEMANTIC_ID: &str = "world/invocation-input/v1";
@@ -17,10 +18,18 @@ pub struct Produced {
     /// Canonical JSON of the arguments.
     pub input: Vec<u8>,
     pub output: Vec<u8>,
-    /// An effectful call's plan (its canonical bytes) and effect records, in plan order.
-    /// The records are committed with the entry (they are already stored), so the log's
-    /// object index leads from an effect record back to its entry.
-    pub effects: Option<(Vec<u8>, Vec<StoredObject>)>,
+    pub effects: Option<Effects>,
+}
+
+/// What an effectful call adds to its commit.
+pub struct Effects {
+    /// The admitted plan's canonical bytes.
+    pub plan: Vec<u8>,
+    /// The effect records, in plan order: committed with the entry, so the log's object
+    /// index leads from an effect record back to its entry.
+    pub records: Vec<StoredObject>,
+    /// The outcomes of the effects that ran, journaled in the commit's own transaction.
+    pub outcomes: Vec<PendingOutcome>,
 }
 
 /// The planner of one call's commit; `now` is its logical time.
@@ -53,9 +62,16 @@ pub fn planner(
             "output": output.hash.to_string(),
         });
         let mut objects = vec![input, output];
+        let mut effect_outcomes = Vec::new();
         let semantic_id = match effects {
             None => RECORD_SEMANTIC_ID,
-            Some((plan, records)) => {
+            Some(Effects { plan, records, outcomes }) => {
+                for outcome in outcomes {
+                    // The record is among `records`; the result joins the commit's objects.
+                    objects
+                        .extend(outcome.objects.into_iter().filter(|o| o.semantic_id != world_model::effect::RECORD));
+                    effect_outcomes.push((outcome.effect_id, outcome.outcome));
+                }
                 let plan = StoredObject::new(PLAN_SEMANTIC_ID, by, plan);
                 fields["plan"] = json!(plan.hash.to_string());
                 fields["effects"] = json!(records.iter().map(|r| r.hash.to_string()).collect::<Vec<_>>());
@@ -96,6 +112,7 @@ pub fn planner(
             next_world,
             entry,
             logical_time: now,
+            effect_outcomes,
         }
     })
 }

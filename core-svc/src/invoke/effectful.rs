@@ -13,10 +13,10 @@ use world_model::{
     plan_input, seed_grants,
 };
 
-use super::commit_plan::Produced;
+use super::commit_plan::{Effects, Produced};
 use super::refusal::Refusal;
 use super::{Coordinator, Invoked, Running, pure};
-use crate::effects::broker::{self, DispatchError, EffectCall};
+use crate::effects::broker::{self, DispatchError, EffectCall, PendingOutcome};
 use crate::session::now_unix;
 
 impl Coordinator {
@@ -77,8 +77,11 @@ impl Coordinator {
             // A refusal plan commits too, under the caller's deadline.
             let output = compose(&plan, &plan_ref, &[], None, self.limits.max_output)
                 .map_err(|cause| Refusal::because(FailureCode::OutputNotObject, cause))?;
-            let produced =
-                Produced { input: running.input.to_vec(), output, effects: Some((plan.canonical.clone(), Vec::new())) };
+            let produced = Produced {
+                input: running.input.to_vec(),
+                output,
+                effects: Some(Effects { plan: plan.canonical.clone(), records: Vec::new(), outcomes: Vec::new() }),
+            };
             let remaining = running.deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
                 return Err(Refusal::of(FailureCode::Deadline));
@@ -88,6 +91,7 @@ impl Coordinator {
 
         let mut results = Vec::with_capacity(plan.effects.len());
         let mut record_objects = Vec::with_capacity(plan.effects.len());
+        let mut pending = Vec::with_capacity(plan.effects.len());
         for planned in &plan.effects {
             // The handler leaves 6 s of the call for what follows it, and at most its own bound.
             let left = running.deadline.saturating_duration_since(Instant::now());
@@ -119,11 +123,15 @@ impl Coordinator {
                         output: done.output,
                     });
                     record_objects.push(done.record);
+                    pending.extend(done.pending);
                 }
-                Err(DispatchError::NotRun(cause)) => return Err(Refusal::because(FailureCode::Unavailable, cause)),
-                Err(error @ DispatchError::Unrecorded { .. }) => {
+                Err(DispatchError::NotRun(cause)) if pending.is_empty() => {
+                    return Err(Refusal::because(FailureCode::Unavailable, cause));
+                }
+                Err(error) => {
                     let records = results.iter().map(|r| r.record).collect();
-                    return Err(unrecorded(records, error.to_string()));
+                    let cause = self.settle(&pending, error.to_string()).await;
+                    return Err(unrecorded(records, cause));
                 }
             }
         }
@@ -157,14 +165,36 @@ impl Coordinator {
             let produced = Produced {
                 input: running.input.to_vec(),
                 output,
-                effects: Some((plan.canonical.clone(), record_objects.clone())),
+                effects: Some(Effects {
+                    plan: plan.canonical.clone(),
+                    records: record_objects.clone(),
+                    outcomes: pending.clone(),
+                }),
             };
             let remaining = budget.saturating_sub(tail_started.elapsed());
             self.commit(running, produced, now, remaining)
                 .await
                 .map_err(|refusal| refusal.cause.unwrap_or_else(|| refusal.failure.code.as_str().to_owned()))
         };
-        tail.await.map_err(|cause| unrecorded(records.clone(), cause))
+        match tail.await {
+            Ok(invoked) => Ok(invoked),
+            Err(cause) => {
+                let cause = self.settle(&pending, cause).await;
+                Err(unrecorded(records, cause))
+            }
+        }
+    }
+
+    /// Makes the outcomes of effects that ran durable when the call will not commit them,
+    /// before anyone is told; returns `cause` with any write that failed added.
+    async fn settle(&self, pending: &[PendingOutcome], cause: String) -> String {
+        let mut cause = cause;
+        for outcome in pending {
+            if let Err(error) = broker::record_outcome(&self.store, outcome, self.limits.post_effect).await {
+                cause = format!("{cause}; {error}");
+            }
+        }
+        cause
     }
 }
 

@@ -379,7 +379,8 @@ fn batch_writes(commits: &[&Accepted]) -> Script {
     let mut objects = Vec::new();
     for accepted in commits {
         let journal = accepted.journal_rows.iter().map(|(_, object)| object);
-        for object in accepted.commit.objects.iter().chain(journal) {
+        let outcomes = accepted.commit.effect_outcomes.iter().map(|(_, object)| object);
+        for object in accepted.commit.objects.iter().chain(journal).chain(outcomes) {
             // Verified when the commit was validated; journal objects are hashed as they are made.
             objects.push((object, object.payload.as_deref().unwrap_or_default()));
         }
@@ -417,6 +418,9 @@ fn batch_writes(commits: &[&Accepted]) -> Script {
     for accepted in commits {
         if let Some(id) = &accepted.commit.invocation_id {
             rows.extend(accepted.journal_rows.iter().map(|(kind, object)| (id.as_str(), *kind, object)));
+            rows.extend(
+                accepted.commit.effect_outcomes.iter().map(|(effect, object)| (effect.as_str(), "outcome", object)),
+            );
             if accepted.claimed {
                 claimed.push(id.as_str());
             }
@@ -453,6 +457,12 @@ fn validate(commit: &Commit) -> Result<(), StoreError> {
     }
     for (i, object) in commit.objects.iter().enumerate() {
         object.verify(&format!("objects[{i}]"))?;
+    }
+    for (id, outcome) in &commit.effect_outcomes {
+        if !id.starts_with(super::EFFECT_NAMESPACE) {
+            return Err(StoreError::invalid("effectOutcomes", format!("{id} is not an effect id")));
+        }
+        outcome.verify("effectOutcomes")?;
     }
     Ok(())
 }

@@ -76,6 +76,9 @@ pub struct Commit {
     pub entry: LogEntry,
     /// Unix seconds, recorded in the journal.
     pub logical_time: i64,
+    /// Effect outcomes journaled in the same transaction (an effectful call's, so its
+    /// outcome costs no durable write of its own): `(effect id, outcome object)`.
+    pub effect_outcomes: Vec<(String, StoredObject)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
