@@ -391,6 +391,20 @@ async fn the_ailang_tools_check_run_discover_and_stay_in_the_worktree() {
     std::fs::hard_link(outside.path().join("secret"), ep.join("hard")).unwrap();
     let ran = tool(&world, &token, "run-hard", "Ailang.Run", json!({"path":"cat.ail","args_json":"\"hard\""})).await;
     assert!(!ran["stdout"].as_str().unwrap_or_default().contains("secret"), "a hard link out is refused: {ran}");
+    // Writes never reach a protected directory, directly or through a symlink inside.
+    let writer = "module writer\n\nimport std/fs (writeFile)\n\nexport func main(path: string) -> string ! {FS} {\n  writeFile(path, \"x\");\n  \"done\"\n}\n";
+    std::fs::write(ep.join("writer.ail"), writer).unwrap();
+    std::fs::create_dir(ep.join(".git")).unwrap();
+    std::os::unix::fs::symlink(".git", ep.join("docs")).unwrap();
+    for (task, target) in [("w-git", ".git/config"), ("w-GIT", ".GIT/config"), ("w-link", "docs/config")] {
+        let args = format!("\"{target}\"");
+        let ran = tool(&world, &token, task, "Ailang.Run", json!({"path":"writer.ail","args_json": args})).await;
+        assert_ne!(ran["exit_code"], 0, "{task}: {ran}");
+    }
+    assert!(!ep.join(".git/config").exists(), "nothing was written under .git");
+    let ran = tool(&world, &token, "w-ok", "Ailang.Run", json!({"path":"writer.ail","args_json":"\"out.txt\""})).await;
+    assert_eq!(ran["exit_code"], 0, "{ran}");
+    assert_eq!(std::fs::read_to_string(ep.join("out.txt")).unwrap(), "x");
     // The source itself is read through the confined worktree, never by the interpreter.
     let ran = tool(&world, &token, "run-link", "Ailang.Run", json!({"path":"out-link"})).await;
     assert_eq!(ran["ok"], false, "{ran}");

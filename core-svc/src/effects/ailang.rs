@@ -156,7 +156,9 @@ impl AilangHandlers {
             .env("AILANG_CACHE_DIR", stage.path().join(".cache"))
             .env("AILANG_RELAX_MODULES", "1");
         if invocation.sandboxed {
-            spawn = spawn.env("AILANG_FS_SANDBOX", worktree.path());
+            spawn = spawn
+                .env("AILANG_FS_SANDBOX", worktree.path())
+                .env("AILANG_FS_DENY_WRITE", super::worktree::WRITE_DENIED.join(","));
         }
         if let Some(examples) = &self.examples {
             spawn = spawn.env("AILANG_EXAMPLES", examples);

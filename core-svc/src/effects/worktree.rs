@@ -36,7 +36,7 @@ use world_model::{Episode, HashRef, canonical_value, go_quote};
 
 /// Directory (or file) names a write may never touch, at any depth, compared after folding.
 /// `git~1` is the NTFS short name of `.git`, which git itself refuses for the same reason.
-const WRITE_DENIED: [&str; 7] = [".git", ".github", ".claude", ".ailang", ".gitmodules", ".gitattributes", "git~1"];
+pub const WRITE_DENIED: [&str; 7] = [".git", ".github", ".claude", ".ailang", ".gitmodules", ".gitattributes", "git~1"];
 /// Names a read may never pass through.
 const READ_DENIED: [&str; 2] = [".git", "git~1"];
 /// The deny lists as the policy document states them.

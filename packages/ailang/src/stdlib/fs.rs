@@ -6,6 +6,11 @@
 //! exists. A file with more than one hard link is refused (a hard link to an outside file
 //! passes RESOLVE_BENEATH), and so are FIFOs, sockets and devices. Writes go to a temporary
 //! file in the same directory and are renamed over the target.
+//!
+//! `AILANG_FS_DENY_WRITE` (a comma list of names such as `.git,.github`) protects paths from
+//! writes: a path with a denied segment (compared case-insensitively) is refused, and writes
+//! then follow no symlink at all, so a link inside the root cannot lead a write under a
+//! protected directory.
 
 use super::io::require;
 use super::{StdModule, native};
@@ -79,10 +84,24 @@ fn relative(path: &str) -> Result<&str, Diagnostic> {
 }
 
 fn beneath(path: &str, flags: OFlags) -> Result<OwnedFd, Diagnostic> {
+    beneath_with(path, flags, ResolveFlags::empty())
+}
+
+fn beneath_with(path: &str, flags: OFlags, extra: ResolveFlags) -> Result<OwnedFd, Diagnostic> {
     let root = root()?;
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS | extra;
     rustix::fs::openat2(&root, relative(path)?, flags | OFlags::CLOEXEC, Mode::empty(), resolve)
         .map_err(|e| errno_text(path, e))
+}
+
+/// The names `AILANG_FS_DENY_WRITE` protects from writes, lower-cased.
+fn denied_names() -> Vec<String> {
+    std::env::var("AILANG_FS_DENY_WRITE")
+        .unwrap_or_default()
+        .split(',')
+        .map(|name| name.trim().to_lowercase())
+        .filter(|name| !name.is_empty())
+        .collect()
 }
 
 /// Regular files with one link only.
@@ -125,9 +144,17 @@ fn split_parent(path: &str) -> Result<(&str, &str), Diagnostic> {
 }
 
 pub fn write_file(path: &str, content: &str) -> Result<(), Diagnostic> {
+    let denied = denied_names();
+    if let Some(segment) = path.split('/').find(|segment| denied.contains(&segment.to_lowercase())) {
+        return Err(fs_error(path, format!("{segment} is protected from writes (AILANG_FS_DENY_WRITE)")));
+    }
     let (dir, name) = split_parent(relative(path)?)?;
-    let dirfd = beneath(dir, OFlags::PATH | OFlags::DIRECTORY)?;
+    let no_links = if denied.is_empty() { ResolveFlags::empty() } else { ResolveFlags::NO_SYMLINKS };
+    let dirfd = beneath_with(dir, OFlags::PATH | OFlags::DIRECTORY, no_links)?;
     match rustix::fs::statat(&dirfd, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if !denied.is_empty() && FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+            return Err(fs_error(path, "is a symlink; protected writes follow none"));
+        }
         Ok(st) => plain_file(path, &st)?,
         Err(Errno::NOENT) => {}
         Err(e) => return Err(errno_text(path, e)),
