@@ -71,11 +71,11 @@ fn the_shared_contract_is_byte_identical_in_every_module() {
     for (module, _) in MODULES {
         let text = source(module);
         assert_eq!(imports(&text), imports(&reference), "{module}: the shared imports");
-        assert_eq!(
-            between(&text, SHARED_START, SHARED_END),
-            between(&reference, SHARED_START, SHARED_END),
-            "{module}: the shared contract differs from read.ail's"
-        );
+        let (ours, theirs) = (between(&text, SHARED_START, SHARED_END), between(&reference, SHARED_START, SHARED_END));
+        if let Some((n, (a, b))) = ours.lines().zip(theirs.lines()).enumerate().find(|(_, (a, b))| a != b) {
+            panic!("{module}: line {} of the shared contract differs from read.ail's:\n  {a}\n  {b}", n + 1);
+        }
+        assert_eq!(ours, theirs, "{module}: the shared contract differs from read.ail's in length");
     }
 }
 
