@@ -206,6 +206,8 @@ async fn every_seed_row_answers_the_same_through_each_vocabulary() {
     let world = fixture_world(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let expired = world.mint("ep1", &["world.apply=world:1000"], 0);
+    // Expiry has a one-second resolution.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let base = world.url("");
     let other_pin = HashRef::of(b"some other source").to_string();
     type Build = fn(Value, &str, Value, Value) -> String;

@@ -161,16 +161,16 @@ pub fn is_v03(raw: Option<&RawValue>) -> bool {
         Ok(probe) if probe.message_id.is_some() || probe.kind.is_some())
 }
 
-/// `GetTask` / `CancelTask` params: `{"id": <task id>, …}`; `Err` (`invalid params`) unless
+/// `GetTask` / `CancelTask` params: `{"id": <task id>, …}`; `None` (`invalid params`) unless
 /// `id` is a non-empty string.
-pub fn parse_task_query(raw: Option<&RawValue>) -> Result<String, ()> {
+pub fn parse_task_query(raw: Option<&RawValue>) -> Option<String> {
     #[derive(Deserialize)]
     struct Query {
         #[serde(default)]
         id: Option<String>,
     }
-    let query: Query = object(raw).map_err(|_| ())?;
-    query.id.filter(|id| !id.is_empty()).ok_or(())
+    let query: Query = object(raw).ok()?;
+    query.id.filter(|id| !id.is_empty())
 }
 
 // Keys in bytewise order, as every other body on /a2a/.
@@ -374,15 +374,15 @@ mod tests {
 
     #[test]
     fn task_queries_need_a_task_id() {
-        let table: &[(Option<&str>, Result<&str, ()>)] = &[
-            (Some(r#"{"id":"t-1"}"#), Ok("t-1")),
-            (Some(r#"{"id":"t-1","historyLength":3,"tenant":""}"#), Ok("t-1")),
-            (Some(r#"{"id":""}"#), Err(())),
-            (Some(r#"{"id":7}"#), Err(())),
-            (Some("{}"), Err(())),
-            (Some("null"), Err(())),
-            (Some(r#"["t-1"]"#), Err(())),
-            (None, Err(())),
+        let table: &[(Option<&str>, Option<&str>)] = &[
+            (Some(r#"{"id":"t-1"}"#), Some("t-1")),
+            (Some(r#"{"id":"t-1","historyLength":3,"tenant":""}"#), Some("t-1")),
+            (Some(r#"{"id":""}"#), None),
+            (Some(r#"{"id":7}"#), None),
+            (Some("{}"), None),
+            (Some("null"), None),
+            (Some(r#"["t-1"]"#), None),
+            (None, None),
         ];
         for (params, want) in table {
             let params = params.map(raw);

@@ -312,7 +312,7 @@ async fn send_message(request: &Request<'_>, dialect: Dialect) -> Response {
 /// exists has completed: never cancelable).
 async fn read_task(request: &Request<'_>, cancel: bool) -> Response {
     let id: &RawValue = &request.envelope.id;
-    let Ok(task_id) = message::parse_task_query(request.envelope.params.as_deref()) else {
+    let Some(task_id) = message::parse_task_query(request.envelope.params.as_deref()) else {
         return wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id);
     };
     tracing::Span::current().record("a2a.task.id", task_id.as_str());
