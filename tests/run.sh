@@ -7,7 +7,7 @@
 #     superuser password, stopped and removed when this script exits. Debian's
 #     `postgresql` is installed when the binaries are missing and we run as root.
 #   * Python: a virtualenv at target/test-venv with tests/python/requirements.txt
-#     installed (the official MCP SDK), rebuilt when the requirements change.
+#     installed (the MCP SDK, FastMCP and the A2A SDK), rebuilt when the requirements change.
 #
 # WORLD_TEST_POSTGRES_URL (an admin URL of a server the tests may create databases on)
 # and WORLD_TEST_PYTHON (a python with the requirements installed), when set, are used

@@ -1,15 +1,20 @@
-//! `GET /.well-known/agent.json` and `/.well-known/agent-card.json`: the session's A2A agent
-//! card (reference-edge §4). The skills are the session's surface as the core admits it —
-//! the same grant-filtered list MCP's `tools/list` uses — with ids verbatim.
+//! `GET /.well-known/agent.json` (the seed's card, reference-edge §4) and
+//! `/.well-known/agent-card.json` (A2A 1.0's card, carrying 0.3's fields too so clients of
+//! either resolve it): the session's A2A agent cards. The skills are the session's surface as
+//! the core admits it — the same grant-filtered list MCP's `tools/list` uses — with ids
+//! verbatim; both answer the seed's denial rows.
+
+use std::collections::BTreeMap;
 
 use axum::response::Response;
-use http::HeaderMap;
 use http::header::HOST;
+use http::{HeaderMap, StatusCode};
 use serde::Serialize;
 use world_model::Failure;
 use world_proto::v1 as pb;
 
 use crate::core::CoreClient;
+use crate::json;
 use crate::session;
 use crate::wire;
 
@@ -77,18 +82,158 @@ pub fn card(surface: Vec<pb::Descriptor>, host: &str) -> Card {
     }
 }
 
+// ---- agent-card.json -----------------------------------------------------------------------
+
+/// The scheme name the card's security entries use.
+pub const BEARER_SCHEME: &str = "bearer";
+
+/// A2A 1.0's `AgentCard` with A2A 0.3's connection and security fields beside it, as a2a-sdk's
+/// own servers write a card that speaks both; keys in bytewise order, as every body here.
+#[derive(Serialize)]
+pub struct A2aCard {
+    pub capabilities: A2aCapabilities,
+    #[serde(rename = "defaultInputModes")]
+    pub default_input_modes: [&'static str; 1],
+    #[serde(rename = "defaultOutputModes")]
+    pub default_output_modes: [&'static str; 1],
+    pub description: &'static str,
+    pub name: &'static str,
+    /// 0.3: the transport at `url`.
+    #[serde(rename = "preferredTransport")]
+    pub preferred_transport: &'static str,
+    /// 0.3: the version spoken at `url`.
+    #[serde(rename = "protocolVersion")]
+    pub protocol_version: &'static str,
+    /// 0.3's security requirement list.
+    pub security: [BTreeMap<&'static str, [&'static str; 0]>; 1],
+    /// 1.0's security requirement list.
+    #[serde(rename = "securityRequirements")]
+    pub security_requirements: [SecurityRequirement; 1],
+    #[serde(rename = "securitySchemes")]
+    pub security_schemes: BTreeMap<&'static str, BearerScheme>,
+    pub skills: Vec<A2aSkill>,
+    #[serde(rename = "supportedInterfaces")]
+    pub supported_interfaces: [Interface; 1],
+    /// 0.3: where to send JSON-RPC.
+    pub url: String,
+    pub version: &'static str,
+}
+
+#[derive(Serialize)]
+pub struct A2aCapabilities {
+    #[serde(rename = "pushNotifications")]
+    pub push_notifications: bool,
+    pub streaming: bool,
+}
+
+#[derive(Serialize)]
+pub struct SecurityRequirement {
+    pub schemes: BTreeMap<&'static str, EmptyScopes>,
+}
+
+/// 1.0's `StringList` with no scopes, which its JSON form writes as `{}`.
+#[derive(Serialize)]
+pub struct EmptyScopes {}
+
+/// An HTTP bearer scheme in both spellings: 1.0's `httpAuthSecurityScheme` member and 0.3's
+/// `type: "http"` with `scheme` beside it. A 1.0 reader ignores the 0.3 members and a 0.3 reader
+/// the 1.0 one.
+#[derive(Serialize)]
+pub struct BearerScheme {
+    pub description: &'static str,
+    #[serde(rename = "httpAuthSecurityScheme")]
+    pub http_auth_security_scheme: HttpAuthScheme,
+    pub scheme: &'static str,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+}
+
+#[derive(Serialize)]
+pub struct HttpAuthScheme {
+    pub description: &'static str,
+    pub scheme: &'static str,
+}
+
+#[derive(Serialize)]
+pub struct A2aSkill {
+    pub description: String,
+    pub id: String,
+    pub name: String,
+    pub tags: [&'static str; 2],
+}
+
+#[derive(Serialize)]
+pub struct Interface {
+    #[serde(rename = "protocolBinding")]
+    pub protocol_binding: &'static str,
+    #[serde(rename = "protocolVersion")]
+    pub protocol_version: &'static str,
+    pub url: String,
+}
+
+const BEARER_DESCRIPTION: &str = "a World session credential: Authorization: Bearer <64-hex-credential>";
+
+/// The A2A card for a surface; JSON-RPC is served at `http://<host>/a2a/`.
+pub fn a2a_card(surface: Vec<pb::Descriptor>, host: &str) -> A2aCard {
+    let url = format!("http://{host}/a2a/");
+    A2aCard {
+        capabilities: A2aCapabilities { push_notifications: false, streaming: false },
+        default_input_modes: ["application/json"],
+        default_output_modes: ["application/json"],
+        description: CARD_DESCRIPTION,
+        name: CARD_NAME,
+        preferred_transport: "JSONRPC",
+        protocol_version: "0.3.0",
+        security: [BTreeMap::from([(BEARER_SCHEME, [])])],
+        security_requirements: [SecurityRequirement { schemes: BTreeMap::from([(BEARER_SCHEME, EmptyScopes {})]) }],
+        security_schemes: BTreeMap::from([(
+            BEARER_SCHEME,
+            BearerScheme {
+                description: BEARER_DESCRIPTION,
+                http_auth_security_scheme: HttpAuthScheme { description: BEARER_DESCRIPTION, scheme: "Bearer" },
+                scheme: "Bearer",
+                kind: "http",
+            },
+        )]),
+        skills: surface
+            .into_iter()
+            .map(|descriptor| A2aSkill {
+                tags: ["transition", if descriptor.declared_effects.is_empty() { "pure" } else { "effectful" }],
+                description: descriptor.description,
+                id: descriptor.id,
+                name: descriptor.title,
+            })
+            .collect(),
+        supported_interfaces: [Interface { protocol_binding: "JSONRPC", protocol_version: "1.0", url: url.clone() }],
+        url,
+        version: CARD_VERSION,
+    }
+}
+
 /// The request's `Host` header verbatim, as Go's `r.Host`.
 fn host(headers: &HeaderMap) -> String {
     headers.get(HOST).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned()).unwrap_or_default()
 }
 
 pub async fn handle(core: &CoreClient, headers: &HeaderMap) -> Response {
+    serve(core, headers, |surface, host| json::encode(&card(surface, host))).await
+}
+
+pub async fn handle_a2a(core: &CoreClient, headers: &HeaderMap) -> Response {
+    serve(core, headers, |surface, host| json::encode(&a2a_card(surface, host))).await
+}
+
+async fn serve(
+    core: &CoreClient,
+    headers: &HeaderMap,
+    render: impl Fn(Vec<pb::Descriptor>, &str) -> Vec<u8>,
+) -> Response {
     let credential = match session::precheck(headers) {
         Ok(credential) => credential,
         Err(denial) => return wire::card_failure(&Failure::from(denial)),
     };
     match core.admit(&credential).await {
-        Ok(admitted) => wire::rest_ok(&card(admitted.surface, &host(headers))),
+        Ok(admitted) => wire::bytes(StatusCode::OK, wire::APPLICATION_JSON, render(admitted.surface, &host(headers))),
         Err(failure) => wire::card_failure(&failure),
     }
 }
@@ -96,7 +241,6 @@ pub async fn handle(core: &CoreClient, headers: &HeaderMap) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json;
 
     #[test]
     fn card_bytes_match_the_reference_shape() {
@@ -130,5 +274,48 @@ mod tests {
         );
         let empty = String::from_utf8(json::encode(&card(vec![], "h"))).unwrap();
         assert!(empty.contains(r#""skills":[],"url":"http://h""#));
+    }
+
+    #[test]
+    fn the_a2a_card_carries_1_0_and_0_3_fields() {
+        let surface = vec![
+            pb::Descriptor {
+                id: "tools.echo".into(),
+                title: "Echo".into(),
+                description: "Echoes".into(),
+                ..Default::default()
+            },
+            pb::Descriptor {
+                id: "ailang-read".into(),
+                title: "Read".into(),
+                description: "Reads".into(),
+                declared_effects: vec![pb::AccessTriple::default()],
+                ..Default::default()
+            },
+        ];
+        let body = String::from_utf8(json::encode(&a2a_card(surface, "127.0.0.1:7644"))).unwrap();
+        let bearer =
+            r#"{"description":"a World session credential: Authorization: Bearer \u003c64-hex-credential\u003e","#;
+        assert_eq!(
+            body,
+            [
+                r#"{"capabilities":{"pushNotifications":false,"streaming":false},"#,
+                r#""defaultInputModes":["application/json"],"defaultOutputModes":["application/json"],"#,
+                &format!(r#""description":{},"name":"ailang-worldd","#, serde_json::to_string(CARD_DESCRIPTION).unwrap()),
+                r#""preferredTransport":"JSONRPC","protocolVersion":"0.3.0","#,
+                r#""security":[{"bearer":[]}],"securityRequirements":[{"schemes":{"bearer":{}}}],"#,
+                r#""securitySchemes":{"bearer":"#,
+                bearer,
+                r#""httpAuthSecurityScheme":"#,
+                bearer,
+                r#""scheme":"Bearer"},"scheme":"Bearer","type":"http"}},"#,
+                r#""skills":[{"description":"Echoes","id":"tools.echo","name":"Echo","tags":["transition","pure"]},"#,
+                r#"{"description":"Reads","id":"ailang-read","name":"Read","tags":["transition","effectful"]}],"#,
+                r#""supportedInterfaces":[{"protocolBinding":"JSONRPC","protocolVersion":"1.0","url":"http://127.0.0.1:7644/a2a/"}],"#,
+                r#""url":"http://127.0.0.1:7644/a2a/","version":"0.1.0"}"#,
+                "\n",
+            ]
+            .concat()
+        );
     }
 }

@@ -391,6 +391,33 @@ impl CoreClient {
         }
     }
 
+    /// The committed A2A task `task_id` of the caller's episode (`GetTask`), read from the
+    /// store by whichever core answers; a read, so a lost reply may be retried.
+    pub async fn committed_task(
+        &self,
+        credential: &Forwarded,
+        task_id: &str,
+        timeout: Duration,
+    ) -> Result<pb::Invoked, Failure> {
+        use pb::invoke_reply::Outcome;
+        let message = pb::CommittedTaskRequest { task_id: task_id.to_owned() };
+        let reply = self
+            .unary(
+                "committed task",
+                Some(credential),
+                timeout,
+                LostReply::Retryable,
+                message,
+                |channel, request| async move { InvocationClient::new(channel).committed_task(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Invoked(invoked)) => Ok(invoked),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("committed task")),
+        }
+    }
+
     /// The compare-and-append commit. A reply that never arrives comes back as
     /// `CommitUncertain`, since the commit may have landed; the caller words the reconcile
     /// instructions, as only it knows the entry and the invocation id.

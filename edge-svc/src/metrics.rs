@@ -24,6 +24,8 @@ struct Histogram {
 struct Registry {
     requests: BTreeMap<(&'static str, u16), u64>,
     latency: BTreeMap<&'static str, Histogram>,
+    /// A2A answers by JSON-RPC method and error code (`None`: a result).
+    a2a: BTreeMap<(&'static str, Option<i64>), u64>,
 }
 
 #[derive(Default)]
@@ -54,6 +56,12 @@ impl Metrics {
     }
 
     /// The exposition plus the gauge of MCP host-callback slots in use now.
+    /// One `/a2a/` answer: every one is HTTP 200, so the route's status series cannot tell a
+    /// task from a refusal. `method` is one the endpoint knows, or `-` (never the caller's text).
+    pub fn a2a(&self, method: &'static str, error: Option<i64>) {
+        *self.registry().a2a.entry((method, error)).or_default() += 1;
+    }
+
     pub fn render_with_callbacks(&self, callbacks_in_use: usize) -> String {
         let mut out = self.render();
         out.push_str("# HELP world_edge_host_callbacks_in_use MCP host-callback slots in use.\n");
@@ -95,6 +103,14 @@ impl Metrics {
                 histogram.count
             );
         }
+        out.push_str(
+            "# HELP world_edge_a2a_requests_total A2A JSON-RPC answers, by method and error code (ok for a result).\n",
+        );
+        out.push_str("# TYPE world_edge_a2a_requests_total counter\n");
+        for ((method, error), count) in &registry.a2a {
+            let code = error.map_or_else(|| "ok".to_owned(), |code| code.to_string());
+            let _ = writeln!(out, "world_edge_a2a_requests_total{{method=\"{method}\",code=\"{code}\"}} {count}");
+        }
         out
     }
 }
@@ -123,5 +139,18 @@ mod tests {
             text.contains("world_edge_http_request_duration_seconds_bucket{route=\"GET /v1/head\",le=\"+Inf\"} 3\n")
         );
         assert!(text.contains("world_edge_http_request_duration_seconds_count{route=\"GET /v1/head\"} 3\n"));
+    }
+
+    #[test]
+    fn a2a_answers_count_by_method_and_code() {
+        let metrics = Metrics::new();
+        metrics.a2a("SendMessage", None);
+        metrics.a2a("SendMessage", None);
+        metrics.a2a("GetTask", Some(-32001));
+        metrics.a2a("-", Some(-32601));
+        let text = metrics.render();
+        assert!(text.contains("world_edge_a2a_requests_total{method=\"SendMessage\",code=\"ok\"} 2\n"), "{text}");
+        assert!(text.contains("world_edge_a2a_requests_total{method=\"GetTask\",code=\"-32001\"} 1\n"), "{text}");
+        assert!(text.contains("world_edge_a2a_requests_total{method=\"-\",code=\"-32601\"} 1\n"), "{text}");
     }
 }

@@ -27,6 +27,8 @@ pub enum Route {
     Commit,
     Receipt,
     AgentCard,
+    /// `agent-card.json`: A2A 1.0's card with 0.3's fields.
+    A2aCard,
     A2a,
     Mcp,
     Metrics,
@@ -107,7 +109,7 @@ const PATTERNS: &[Pattern] = &[
     Pattern {
         verb: Verb::Get,
         segments: &[L(".well-known"), L("agent-card.json")],
-        route: Route::AgentCard,
+        route: Route::A2aCard,
         text: "GET /.well-known/agent-card.json",
     },
     Pattern { verb: Verb::Post, segments: &[L("a2a"), Rest], route: Route::A2a, text: "POST /a2a/" },
@@ -318,7 +320,7 @@ mod tests {
             (&Method::POST, "/v1/commit", Some((Route::Commit, ""))),
             (&get, "/v1/receipts/rest:a", Some((Route::Receipt, "rest:a"))),
             (&get, "/.well-known/agent.json", Some((Route::AgentCard, ""))),
-            (&get, "/.well-known/agent-card.json", Some((Route::AgentCard, ""))),
+            (&get, "/.well-known/agent-card.json", Some((Route::A2aCard, ""))),
             (&Method::POST, "/a2a/", Some((Route::A2a, ""))),
             (&Method::POST, "/mcp/", Some((Route::Mcp, ""))),
             (&Method::POST, "/mcp/anything/else", Some((Route::Mcp, "anything/else"))),

@@ -150,7 +150,8 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
         Route::Commit => rest::commit(core, headers, body).await,
         Route::Receipt => rest::receipt(core, headers, param).await,
         Route::AgentCard => card::handle(core, headers).await,
-        Route::A2a => a2a::handle(core, &state.limits, headers, body).await,
+        Route::A2aCard => card::handle_a2a(core, headers).await,
+        Route::A2a => a2a::handle(core, &state.limits, &state.metrics, headers, body).await,
         Route::Mcp => mcp::handle(state, headers, body).await,
         Route::Metrics => wire::bytes(
             http::StatusCode::OK,

@@ -211,10 +211,29 @@ pub fn a2a_ok<I: Serialize + ?Sized, R: Serialize + ?Sized>(result: &R, id: &I) 
     bytes(StatusCode::OK, APPLICATION_JSON, json::encode(&envelope))
 }
 
+/// The JSON-RPC error code an A2A answer carried, kept on the response for the method metrics
+/// (every A2A answer is HTTP 200, so the status says nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct A2aErrorCode(pub i64);
+
 /// An A2A JSON-RPC error: always HTTP 200 (reference-edge §5.1).
 pub fn a2a_error<I: Serialize + ?Sized>(code: i64, message: &str, id: &I) -> Response {
     let envelope = A2aErrorEnvelope { error: RpcError { code, message }, id, jsonrpc: "2.0" };
-    bytes(StatusCode::OK, APPLICATION_JSON, json::encode(&envelope))
+    let mut response = bytes(StatusCode::OK, APPLICATION_JSON, json::encode(&envelope));
+    response.extensions_mut().insert(A2aErrorCode(code));
+    response
+}
+
+/// A failure of an A2A task read (`GetTask`, `CancelTask`): A2A 1.0's task-not-found for a task
+/// that never committed in the caller's episode, the seed's row for everything else.
+pub fn a2a_task_read_failure<I: Serialize + ?Sized>(failure: &Failure, id: &I) -> Response {
+    match failure.code {
+        FailureCode::NotFound => {
+            let (code, message) = failure.code.a2a_task_read();
+            a2a_error(code, message, id)
+        }
+        _ => a2a_failure(failure, id),
+    }
 }
 
 /// A failure on `/a2a/` with the seed's exact code and message; the core's free-text message

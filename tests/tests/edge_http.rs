@@ -95,21 +95,32 @@ async fn the_card_lists_exactly_the_skills_the_session_can_see() {
     let granted = world.mint("ep1", &["world.apply=world:10"], 3600);
     let ungranted = world.mint("ep1", &["world.apply=elsewhere:10"], 3600);
     let client = http();
-    for path in ["/.well-known/agent.json", "/.well-known/agent-card.json"] {
+    // The seed's card at agent.json; A2A 1.0's (with 0.3's url) at agent-card.json, whose
+    // skills add tags and drop the seed's empty examples.
+    let description = "quickstart transition: returns its arguments under \"echo\"";
+    let cards = [
+        (
+            "/.well-known/agent.json",
+            serde_json::json!([{"description":description,"examples":[],"id":"tools.echo","name":"Echo","tags":[]}]),
+            world.edge_url.clone(),
+        ),
+        (
+            "/.well-known/agent-card.json",
+            serde_json::json!([{"description":description,"id":"tools.echo","name":"Echo","tags":["transition","pure"]}]),
+            format!("{}/a2a/", world.edge_url),
+        ),
+    ];
+    for (path, skills, url) in cards {
         let (status, _, body) = send(client.get(world.url(path)), &Some(format!("Bearer {granted}"))).await;
         assert_eq!(status, StatusCode::OK, "{path}");
         let card: serde_json::Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(
-            card["skills"],
-            serde_json::json!([{"description":"quickstart transition: returns its arguments under \"echo\"","examples":[],"id":"tools.echo","name":"Echo","tags":[]}])
-        );
-        assert_eq!(card["url"], world.edge_url.as_str());
+        assert_eq!(card["skills"], skills, "{path}");
+        assert_eq!(card["url"], url.as_str(), "{path}");
         assert_eq!(card["capabilities"]["streaming"], false);
+        let (_, _, body) = send(client.get(world.url(path)), &Some(format!("Bearer {ungranted}"))).await;
+        let card: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(card["skills"], serde_json::json!([]), "an ungranted session sees no skill on {path}");
     }
-    let (_, _, body) =
-        send(client.get(world.url("/.well-known/agent.json")), &Some(format!("Bearer {ungranted}"))).await;
-    let card: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(card["skills"], serde_json::json!([]), "an ungranted session sees no skill");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,8 +1,8 @@
-//! A real MCP client against real processes: the official MCP Python SDK (pinned in
-//! `tests/python/requirements.txt`) connects over streamable HTTP with a bearer header,
-//! initializes, lists the session's tools and calls the echo tool.
+//! Real MCP clients against real processes: the official MCP Python SDK and FastMCP's `Client`
+//! (both pinned in `tests/python/requirements.txt`) each connect over streamable HTTP with a
+//! bearer header, initialize, list the session's tools and call the echo tool.
 //!
-//! `WORLD_TEST_PYTHON` names a Python that has the SDK installed (a virtualenv's `python`).
+//! `WORLD_TEST_PYTHON` names a Python that has them installed (a virtualenv's `python`).
 //! Without it the test fails: `tests/run.sh` makes that virtualenv and sets it.
 
 use std::path::Path;
@@ -13,13 +13,22 @@ use world_tests::{Setup, World, fixture};
 
 #[test]
 fn the_official_python_sdk_initializes_lists_and_calls_the_echo_tool() {
+    sees_the_surface_and_calls_echo("mcp_client.py");
+}
+
+#[test]
+fn fastmcp_s_client_initializes_lists_and_calls_the_echo_tool() {
+    sees_the_surface_and_calls_echo("fastmcp_client.py");
+}
+
+fn sees_the_surface_and_calls_echo(client: &str) {
     let python = std::env::var_os("WORLD_TEST_PYTHON").expect(
         "WORLD_TEST_PYTHON is not set: run the tests with tests/run.sh, which makes a virtualenv with the MCP SDK, \
          or set it to a python with tests/python/requirements.txt installed",
     );
     let world = World::published(&fixture("invoke/transitions.json"), 10, Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_client.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python").join(client);
     let run = Command::new(python)
         .arg(&script)
         .arg(world.url("/mcp/"))
@@ -29,7 +38,7 @@ fn the_official_python_sdk_initializes_lists_and_calls_the_echo_tool() {
         .output()
         .expect("run the MCP client");
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "the client failed: {}\n{stdout}", String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{client} failed: {}\n{stdout}", String::from_utf8_lossy(&run.stderr));
     let seen: Value = serde_json::from_str(stdout.trim()).expect("the client prints one JSON object");
     assert_eq!(seen["serverName"], "ailang-worldd");
     assert!(

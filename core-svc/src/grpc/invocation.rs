@@ -3,13 +3,14 @@
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
-use world_model::{Failure, FailureCode, Surface};
+use world_model::{Failure, FailureCode, HashRef, Surface, TaskId, invocation_id, world_ref};
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_server::Invocation;
 
 use super::{authorization, convert};
 use crate::Core;
 use crate::invoke::Call;
+use crate::store::{Receipt, Store};
 
 pub struct InvocationService {
     core: Arc<Core>,
@@ -54,8 +55,74 @@ impl InvocationService {
     }
 }
 
+/// The committed invocation `id` as A2A's `GetTask` reports it: read from the store and
+/// verified as a resend's reconciliation verifies it (the world hashes to its ref, the output is
+/// the world's state object and a JSON object), so any core answers for any edge. A task id that
+/// never started is `NotFound`; one whose outcome is not durable yet is `Unconfirmed`.
+pub async fn committed_task(store: &Store, id: &str, task: &TaskId) -> Result<pb::Invoked, Failure> {
+    let integrity = |what: &str| {
+        tracing::error!("a2a refusal: GetTask {id}: {what:?}");
+        Failure::of(FailureCode::Unavailable)
+    };
+    let stored = |error: crate::store::StoreError| integrity(&error.to_string());
+    let result_ref = match store.receipt(id).await.map_err(stored)? {
+        Receipt::NotStarted => return Err(Failure::new(FailureCode::NotFound, "task not found")),
+        Receipt::Indeterminate => return Err(Failure::of(FailureCode::Unconfirmed)),
+        Receipt::Resolved { result_ref } => result_ref,
+    };
+    let world =
+        store.world(&result_ref).await.map_err(stored)?.ok_or_else(|| integrity("the committed world is absent"))?;
+    if world_ref(world.revision, &world.state_root, &world.log_head) != world.reference {
+        return Err(integrity("the committed world does not hash to its ref"));
+    }
+    let output = store
+        .get_object(&world.state_root, true)
+        .await
+        .map_err(stored)?
+        .and_then(|object| object.payload)
+        .filter(|payload| HashRef::of(payload) == world.state_root)
+        .ok_or_else(|| integrity("the committed output is absent or corrupt"))?;
+    if !matches!(serde_json::from_slice(&output), Ok(serde_json::Value::Object(_))) {
+        return Err(integrity("the committed output is not a JSON object"));
+    }
+    Ok(pb::Invoked {
+        output,
+        invocation_id: id.to_owned(),
+        world_ref: world.reference.to_string(),
+        entry_index: world.revision,
+        task_id: task.as_str().to_owned(),
+        reconciled: true,
+    })
+}
+
+impl InvocationService {
+    async fn committed_call(&self, request: Request<pb::CommittedTaskRequest>) -> Result<pb::Invoked, Failure> {
+        let session = self.core.resolve_session(authorization(&request), "committed task").await?;
+        // A text outside the task-id grammar can never have been a task.
+        let task = TaskId::parse(&request.into_inner().task_id)
+            .map_err(|_| Failure::new(FailureCode::NotFound, "task not found"))?;
+        let id = invocation_id(Surface::A2a, &session.episode, &task);
+        match tokio::time::timeout(self.core.limits.read, committed_task(&self.core.store, &id, &task)).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::of(FailureCode::Timeout)),
+        }
+    }
+}
+
 #[tonic::async_trait]
 impl Invocation for InvocationService {
+    async fn committed_task(
+        &self,
+        request: Request<pb::CommittedTaskRequest>,
+    ) -> Result<Response<pb::InvokeReply>, Status> {
+        use pb::invoke_reply::Outcome;
+        let outcome = match self.committed_call(request).await {
+            Ok(invoked) => Outcome::Invoked(invoked),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::InvokeReply { outcome: Some(outcome) }))
+    }
+
     async fn invoke(&self, request: Request<pb::InvokeRequest>) -> Result<Response<pb::InvokeReply>, Status> {
         use pb::invoke_reply::Outcome;
         let outcome = match self.invoke_call(request).await {

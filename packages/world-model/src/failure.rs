@@ -10,6 +10,22 @@ use crate::hashref::HashRef;
 /// A2A envelope errors that are not failures of a call (bad JSON-RPC shape, unknown method).
 pub const A2A_INVALID_REQUEST: (i64, &str) = (-32600, "invalid JSON-RPC request");
 pub const A2A_METHOD_NOT_FOUND: (i64, &str) = (-32601, "method not found");
+/// A2A 1.0's own errors (its JSON-RPC binding, `TaskNotFoundError` and
+/// `TaskNotCancelableError`) for `GetTask` / `CancelTask`, which the seed does not have. A task
+/// completes when it commits, so none is ever cancelable.
+pub const A2A_TASK_NOT_FOUND: (i64, &str) = (-32001, "task not found");
+pub const A2A_TASK_NOT_CANCELABLE: (i64, &str) = (-32002, "task cannot be canceled: it completed when it committed");
+/// A2A 1.0's `VersionNotSupportedError`; the message names the version the request carried.
+pub const A2A_VERSION_NOT_SUPPORTED: i64 = -32009;
+
+/// The `VersionNotSupportedError` message for a request whose `A2A-Version` (`None` when the
+/// header is absent, which A2A reads as 0.3) is not 1.0.
+pub fn a2a_version_not_supported(version: Option<&str>) -> String {
+    match version {
+        None => "A2A-Version is absent, which means 0.3; this method is A2A 1.0: send A2A-Version: 1.0".to_owned(),
+        Some(version) => format!("A2A-Version {version:?} is not supported: send A2A-Version: 1.0"),
+    }
+}
 /// The MCP host-callback envelope code (reference-edge §6.6); always -32603.
 pub const MCP_HOST_CALLBACK_CODE: i64 = -32603;
 /// The MCP envelope message when the client went away mid-call. The edge detects that itself
@@ -189,6 +205,15 @@ impl FailureCode {
             | FailureCode::Timeout
             | FailureCode::CommitUncertain
             | FailureCode::CapacityExceeded => (-32603, NOT_AVAILABLE),
+        }
+    }
+
+    /// The A2A error of a task read (`GetTask`, `CancelTask`): a task id that never committed
+    /// in the caller's episode is A2A 1.0's task-not-found; every other failure is the seed's row.
+    pub fn a2a_task_read(&self) -> (i64, &'static str) {
+        match self {
+            FailureCode::NotFound => A2A_TASK_NOT_FOUND,
+            _ => self.a2a(),
         }
     }
 
@@ -410,6 +435,26 @@ mod tests {
         for code in FailureCode::ALL {
             assert_eq!(code.a2a_closes_connection(), code == Deadline, "{code:?}");
         }
+    }
+
+    /// A2A 1.0's task reads: only a task that never committed is "task not found"; every other
+    /// failure keeps the seed's row, so session denials read the same on every method.
+    #[test]
+    fn a2a_task_reads_add_only_task_not_found() {
+        for code in FailureCode::ALL {
+            let want = if code == FailureCode::NotFound { (-32001, "task not found") } else { code.a2a() };
+            assert_eq!(code.a2a_task_read(), want, "{code:?}");
+        }
+        assert_eq!(A2A_TASK_NOT_CANCELABLE.0, -32002);
+        assert_eq!(A2A_VERSION_NOT_SUPPORTED, -32009);
+        assert_eq!(
+            a2a_version_not_supported(Some("0.3")),
+            r#"A2A-Version "0.3" is not supported: send A2A-Version: 1.0"#
+        );
+        assert_eq!(
+            a2a_version_not_supported(None),
+            "A2A-Version is absent, which means 0.3; this method is A2A 1.0: send A2A-Version: 1.0"
+        );
     }
 
     #[test]

@@ -1,11 +1,16 @@
-//! `POST /a2a/`: A2A JSON-RPC `tasks/send` and its `message/send` alias (reference-edge §5;
-//! DESIGN "Edge"). Every answer is HTTP 200.
+//! `POST /a2a/`: A2A JSON-RPC in three vocabularies on one endpoint, one session authority and
+//! one coordinator (DESIGN "Edge"): the seed's `tasks/send` (reference-edge §5, byte for byte),
+//! A2A 0.3's `message/send` (which still accepts the seed's shape it has always aliased) and
+//! A2A 1.0's `SendMessage`, `GetTask` and `CancelTask` ([`message`]). Every answer is HTTP 200.
 //!
-//! The checks run in the reference's order (§5.2): one deadline for the whole request, the
-//! session before the body is read, the 1 MiB decoder-bounded envelope, `jsonrpc`, the method,
-//! the params shape, the skill against the session's fresh surface, the invocation service,
-//! the part shape and the optional `transition_fn` pin; then the core's `Invocation.Invoke`
-//! decides the rest, and [`wire::a2a_failure`] words every failure with the seed's table.
+//! The checks run in the reference's order (§5.2) whatever the method: one deadline for the
+//! whole request, the session before the body is read, the 1 MiB decoder-bounded envelope,
+//! `jsonrpc`, the method (and, for A2A 1.0's methods, `A2A-Version`), the params shape, the
+//! skill against the session's fresh surface, the invocation service, the part shape and the
+//! optional `transition_fn` pin; then the core's `Invocation.Invoke` decides the rest, and
+//! [`wire::a2a_failure`] words every failure with the seed's table.
+
+pub mod message;
 
 use axum::body::Body;
 use axum::response::Response;
@@ -14,7 +19,10 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 use tracing::Instrument as _;
-use world_model::failure::{A2A_INVALID_REQUEST, A2A_METHOD_NOT_FOUND};
+use world_model::failure::{
+    A2A_INVALID_REQUEST, A2A_METHOD_NOT_FOUND, A2A_TASK_NOT_CANCELABLE, A2A_VERSION_NOT_SUPPORTED,
+    a2a_version_not_supported,
+};
 use world_model::{Failure, FailureCode, HashRef, canonicalize};
 use world_proto::v1 as pb;
 
@@ -22,11 +30,50 @@ use crate::body::{A2A_LIMIT, read_prefix};
 use crate::core::CoreClient;
 use crate::json::{self, DecodeError, compact_raw, go_fields, go_members, go_string, is_null, member};
 use crate::limits::Limits;
+use crate::metrics::Metrics;
 use crate::session::{self, Forwarded};
 use crate::wire;
+use message::Dialect;
 
-/// The methods that invoke a transition: the legacy `tasks/send` and DESIGN's alias.
-pub const SEND_METHODS: [&str; 2] = ["tasks/send", "message/send"];
+/// The methods `/a2a/` answers; any other is `-32601 method not found`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// The seed's method.
+    TasksSend,
+    /// A2A 0.3's, or the seed's shape under this name (the alias it has always been).
+    MessageSend,
+    /// A2A 1.0's.
+    SendMessage,
+    GetTask,
+    CancelTask,
+}
+
+impl Method {
+    pub const ALL: [Method; 5] =
+        [Method::TasksSend, Method::MessageSend, Method::SendMessage, Method::GetTask, Method::CancelTask];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::TasksSend => "tasks/send",
+            Method::MessageSend => "message/send",
+            Method::SendMessage => "SendMessage",
+            Method::GetTask => "GetTask",
+            Method::CancelTask => "CancelTask",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|method| method.as_str() == name)
+    }
+
+    /// A2A 1.0's methods, which require `A2A-Version: 1.0`.
+    pub fn is_a2a_1_0(self) -> bool {
+        matches!(self, Method::SendMessage | Method::GetTask | Method::CancelTask)
+    }
+}
+
+/// The header A2A 1.0 clients name their protocol version in.
+pub const VERSION_HEADER: &str = "a2a-version";
 
 /// A JSON-RPC request that passed the envelope checks.
 #[derive(Debug)]
@@ -150,92 +197,178 @@ impl<'a> Params<'a> {
     }
 }
 
-pub async fn handle(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: Body) -> Response {
+pub async fn handle(
+    core: &CoreClient,
+    limits: &Limits,
+    metrics: &Metrics,
+    headers: &HeaderMap,
+    body: Body,
+) -> Response {
+    let (method, response) = answer(core, limits, headers, body).await;
+    let error = response.extensions().get::<wire::A2aErrorCode>().map(|code| code.0);
+    metrics.a2a(method.map_or("-", Method::as_str), error);
+    response
+}
+
+/// The answer and, once the envelope named a known method, that method.
+async fn answer(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: Body) -> (Option<Method>, Response) {
     // Step 1: one deadline for the whole request, admission included.
     let deadline = Instant::now() + limits.request_deadline;
     let null = RawValue::NULL;
     let credential = match session::precheck(headers) {
         Ok(credential) => credential,
-        Err(denial) => return wire::a2a_failure(&Failure::from(denial), null),
+        Err(denial) => return (None, wire::a2a_failure(&Failure::from(denial), null)),
     };
     let admitted = match tokio::time::timeout_at(deadline, core.admit(&credential)).await {
         Ok(Ok(admitted)) => admitted,
-        Ok(Err(failure)) => return wire::a2a_failure(&failure, null),
+        Ok(Err(failure)) => return (None, wire::a2a_failure(&failure, null)),
         // A session lookup that outlived the request is the not-available row (§2.2).
-        Err(_) => return wire::a2a_failure(&Failure::of(FailureCode::Timeout), null),
+        Err(_) => return (None, wire::a2a_failure(&Failure::of(FailureCode::Timeout), null)),
     };
     let invalid_request = |id: &RawValue| wire::a2a_error(A2A_INVALID_REQUEST.0, A2A_INVALID_REQUEST.1, id);
     let Ok(bytes) = read_prefix(body, A2A_LIMIT).await else {
-        return invalid_request(null);
+        return (None, invalid_request(null));
     };
     let envelope = match parse_envelope(&bytes) {
         Ok(envelope) => envelope,
-        Err(EnvelopeError::Undecodable) => return invalid_request(null),
-        Err(EnvelopeError::NotVersion2 { id }) => return invalid_request(&id),
+        Err(EnvelopeError::Undecodable) => return (None, invalid_request(null)),
+        Err(EnvelopeError::NotVersion2 { id }) => return (None, invalid_request(&id)),
     };
-    if !SEND_METHODS.contains(&envelope.method.as_str()) {
-        return wire::a2a_error(A2A_METHOD_NOT_FOUND.0, A2A_METHOD_NOT_FOUND.1, &envelope.id);
-    }
+    let Some(method) = Method::parse(&envelope.method) else {
+        return (None, wire::a2a_error(A2A_METHOD_NOT_FOUND.0, A2A_METHOD_NOT_FOUND.1, &envelope.id));
+    };
     let span = tracing::info_span!(
         "a2a.message",
-        otel.name = envelope.method.as_str(),
-        a2a.method = envelope.method.as_str(),
+        otel.name = method.as_str(),
+        a2a.method = method.as_str(),
         a2a.skill = tracing::field::Empty,
         a2a.task.id = tracing::field::Empty,
         jsonrpc.request.id = envelope.id.get(),
     );
-    send(core, &credential, &admitted, &envelope, deadline).instrument(span).await
+    let request = Request { core, credential: &credential, admitted: &admitted, envelope: &envelope, deadline };
+    (Some(method), dispatch(&request, method, headers).instrument(span).await)
 }
 
-/// Steps 7–15 of one `tasks/send`.
-async fn send(
-    core: &CoreClient,
-    credential: &Forwarded,
-    admitted: &pb::Admitted,
-    envelope: &Envelope,
+/// One request past the envelope: what every method needs.
+struct Request<'a> {
+    core: &'a CoreClient,
+    credential: &'a Forwarded,
+    admitted: &'a pb::Admitted,
+    envelope: &'a Envelope,
     deadline: Instant,
-) -> Response {
-    let id: &RawValue = &envelope.id;
-    let Ok(params) = parse_params(envelope.params.as_deref()) else {
+}
+
+async fn dispatch(request: &Request<'_>, method: Method, headers: &HeaderMap) -> Response {
+    let id: &RawValue = &request.envelope.id;
+    if method.is_a2a_1_0() {
+        let version = headers.get(VERSION_HEADER).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        if !version.as_deref().is_some_and(message::speaks_1_0) {
+            return wire::a2a_error(A2A_VERSION_NOT_SUPPORTED, &a2a_version_not_supported(version.as_deref()), id);
+        }
+    }
+    let params = request.envelope.params.as_deref();
+    match method {
+        Method::TasksSend => send(request).await,
+        Method::MessageSend if message::is_v03(params) => send_message(request, Dialect::V03).await,
+        Method::MessageSend => send(request).await,
+        Method::SendMessage => send_message(request, Dialect::V1).await,
+        Method::GetTask => read_task(request, false).await,
+        Method::CancelTask => read_task(request, true).await,
+    }
+}
+
+/// Steps 7–15 of one `tasks/send` (or `message/send` in the seed's shape).
+async fn send(request: &Request<'_>) -> Response {
+    let id: &RawValue = &request.envelope.id;
+    let Ok(params) = parse_params(request.envelope.params.as_deref()) else {
         return wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id);
     };
-    // Steps 9–10: the surface was admitted fresh for this request; unknown, invisible and
-    // ungranted skills are one answer.
-    let skill = params.skill();
-    let span = tracing::Span::current();
-    span.record("a2a.skill", skill.as_str());
-    span.record("a2a.task.id", params.id.as_str());
-    if !admitted.surface.iter().any(|descriptor| descriptor.id == skill) {
-        return wire::a2a_failure(&Failure::of(FailureCode::NotAuthorized), id);
+    let invoked = invoke(request, params.skill(), &params.id, params.call()).await;
+    match invoked.and_then(|invoked| task(&params.id, &invoked).map(|task| wire::a2a_ok(&task, id))) {
+        Ok(answer) => answer,
+        Err(failure) => wire::a2a_failure(&failure, id),
     }
-    let Some((data, pin)) = params.call() else {
-        // Step 11 comes before the part checks: a core that cannot invoke at all says so
-        // first, so ask it before blaming the parts.
-        let can_invoke = matches!(
-            tokio::time::timeout_at(deadline, core.health()).await,
-            Ok(Ok(health)) if health.coordinator
-        );
-        let code = if can_invoke { FailureCode::InvalidParams } else { FailureCode::Unavailable };
-        return wire::a2a_failure(&Failure::of(code), id);
+}
+
+/// A2A 0.3 `message/send` and A2A 1.0 `SendMessage`: the same steps as `tasks/send`, with the
+/// message's `messageId` as the task id.
+async fn send_message(request: &Request<'_>, dialect: Dialect) -> Response {
+    let id: &RawValue = &request.envelope.id;
+    let Ok(send) = message::parse_send(request.envelope.params.as_deref(), dialect) else {
+        return wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id);
     };
-    let request = pb::InvokeRequest {
-        surface: "a2a".into(),
-        transition_id: skill,
-        task_id: params.id.clone(),
-        arguments: data.get().as_bytes().to_vec(),
-        transition_fn: pin.map(|pin| pin.to_string()).unwrap_or_default(),
+    let episode = request.admitted.episode.as_str();
+    let answer = invoke(request, send.skill, &send.task_id, send.call).await.and_then(|invoked| {
+        let task = message::task(dialect, episode, &send.task_id, &invoked)?;
+        Ok(match dialect {
+            Dialect::V03 => wire::a2a_ok(&task, id),
+            Dialect::V1 => wire::a2a_ok(&message::SendMessageResult { task }, id),
+        })
+    });
+    answer.unwrap_or_else(|failure| wire::a2a_failure(&failure, id))
+}
+
+/// A2A 1.0 `GetTask` (the committed task, read from the store) and `CancelTask` (a task that
+/// exists has completed: never cancelable).
+async fn read_task(request: &Request<'_>, cancel: bool) -> Response {
+    let id: &RawValue = &request.envelope.id;
+    let Some(task_id) = message::parse_task_query(request.envelope.params.as_deref()) else {
+        return wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id);
     };
-    let remaining = deadline.saturating_duration_since(Instant::now());
+    tracing::Span::current().record("a2a.task.id", task_id.as_str());
+    let remaining = request.deadline.saturating_duration_since(Instant::now());
     if remaining.is_zero() {
         return wire::a2a_failure(&Failure::of(FailureCode::Deadline), id);
     }
-    match core.invoke(credential, request, remaining).await {
-        Ok(invoked) => match task(&params.id, &invoked) {
-            Ok(body) => wire::a2a_ok(&body, id),
-            Err(failure) => wire::a2a_failure(&failure, id),
-        },
+    let invoked = match request.core.committed_task(request.credential, &task_id, remaining).await {
+        Ok(invoked) => invoked,
+        Err(failure) => return wire::a2a_task_read_failure(&failure, id),
+    };
+    if cancel {
+        return wire::a2a_error(A2A_TASK_NOT_CANCELABLE.0, A2A_TASK_NOT_CANCELABLE.1, id);
+    }
+    match message::task(Dialect::V1, &request.admitted.episode, &task_id, &invoked) {
+        Ok(task) => wire::a2a_ok(&task, id),
         Err(failure) => wire::a2a_failure(&failure, id),
     }
+}
+
+/// Steps 9–14, the same for every vocabulary: the skill against the surface admitted fresh for
+/// this request (unknown, invisible and ungranted skills are one answer), the invocation
+/// service, the part shape and pin, then the core.
+async fn invoke(
+    request: &Request<'_>,
+    skill: String,
+    task_id: &str,
+    call: Option<(&RawValue, Option<HashRef>)>,
+) -> Result<pb::Invoked, Failure> {
+    let span = tracing::Span::current();
+    span.record("a2a.skill", skill.as_str());
+    span.record("a2a.task.id", task_id);
+    if !request.admitted.surface.iter().any(|descriptor| descriptor.id == skill) {
+        return Err(Failure::of(FailureCode::NotAuthorized));
+    }
+    let Some((data, pin)) = call else {
+        // Step 11 comes before the part checks: a core that cannot invoke at all says so
+        // first, so ask it before blaming the parts.
+        let can_invoke = matches!(
+            tokio::time::timeout_at(request.deadline, request.core.health()).await,
+            Ok(Ok(health)) if health.coordinator
+        );
+        return Err(Failure::of(if can_invoke { FailureCode::InvalidParams } else { FailureCode::Unavailable }));
+    };
+    let invoke = pb::InvokeRequest {
+        surface: "a2a".into(),
+        transition_id: skill,
+        task_id: task_id.to_owned(),
+        arguments: data.get().as_bytes().to_vec(),
+        transition_fn: pin.map(|pin| pin.to_string()).unwrap_or_default(),
+    };
+    let remaining = request.deadline.saturating_duration_since(Instant::now());
+    if remaining.is_zero() {
+        return Err(Failure::of(FailureCode::Deadline));
+    }
+    request.core.invoke(request.credential, invoke, remaining).await
 }
 
 // The reference encodes the task as a Go map, so each struct below is declared in bytewise
@@ -290,7 +423,7 @@ pub fn task<'a>(task_id: &'a str, invoked: &'a pb::Invoked) -> Result<Task<'a>, 
 /// The reference decodes the output into a Go map and encodes it again: keys sorted, strings
 /// HTML-escaped. Numbers keep their exact decimal value in the project's canonical form rather
 /// than passing through float64 (DESIGN "Deliberate differences" 1).
-fn sorted_output(output: &[u8]) -> Result<Box<RawValue>, Failure> {
+pub(crate) fn sorted_output(output: &[u8]) -> Result<Box<RawValue>, Failure> {
     let sorted = match canonicalize(output, output.len()) {
         Ok(canonical) => json::compact(&canonical),
         // The canonical parser refuses duplicate members; a map keeps the last of each.

@@ -1,0 +1,103 @@
+//! A real A2A client against real processes: the official A2A Python SDK (`a2a-sdk`, pinned in
+//! `tests/python/requirements.txt`) resolves `/.well-known/agent-card.json` with a bearer
+//! header, sends `SendMessage` to the echo skill, resends it, reads it back with `GetTask`,
+//! tries `CancelTask`, asks for an unknown task, sends from a session that does not see the
+//! skill, and sends A2A 0.3's `message/send` through the SDK's 0.3 transport.
+//!
+//! `WORLD_TEST_PYTHON` names a Python that has the SDK installed; `tests/run.sh` sets it.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use world_tests::{Setup, World, fixture, http};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_a2a_sdk_resolves_the_card_sends_resends_and_gets_the_task() {
+    let python = std::env::var_os("WORLD_TEST_PYTHON").expect(
+        "WORLD_TEST_PYTHON is not set: run the tests with tests/run.sh, which makes a virtualenv with a2a-sdk, \
+         or set it to a python with tests/python/requirements.txt installed",
+    );
+    let world = World::published(&fixture("invoke/transitions.json"), 10, Setup::default());
+    let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
+    let denied = world.mint("ep1", &["world.apply=elsewhere:10"], 3600);
+
+    // A client that writes integers as integers sent this messageId first; the SDK writes
+    // protobuf JSON, where every number is a double (`1.0`): the same call.
+    let first = json!({"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"metadata":{"skill_id":"tools.echo"},
+        "message":{"messageId":"sdk-1","role":"ROLE_USER","parts":[{"data":{"greeting":"hello","n":1}}]}}});
+    let response = http()
+        .post(world.url("/a2a/"))
+        .header("Authorization", format!("Bearer {token}"))
+        .header("A2A-Version", "1.0")
+        .body(first.to_string())
+        .send()
+        .await
+        .unwrap();
+    let first: Value = response.json().await.unwrap();
+    let committed = first["result"]["task"].clone();
+    assert_eq!(committed["status"]["state"], "TASK_STATE_COMPLETED", "{first}");
+    assert_eq!(world.log_len(&token).await, 2);
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/a2a_client.py");
+    let run = Command::new(python)
+        .arg(&script)
+        .arg(world.url(""))
+        .arg(&token)
+        .arg(&denied)
+        .arg("tools.echo")
+        .arg("sdk-1")
+        .arg(r#"{"greeting":"hello","n":1}"#)
+        .output()
+        .expect("run the A2A client");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "the client failed: {}\n{stdout}", String::from_utf8_lossy(&run.stderr));
+    let seen: Value = serde_json::from_str(stdout.trim()).expect("the client prints one JSON object");
+
+    let a2a_url = format!("{}/a2a/", world.url(""));
+    assert_eq!(seen["card"]["name"], "ailang-worldd");
+    assert_eq!(seen["card"]["interfaces"], json!([{"url": a2a_url, "binding": "JSONRPC", "version": "1.0"}]));
+    assert_eq!(seen["card"]["streaming"], false);
+    assert_eq!(seen["card"]["schemes"], json!(["bearer"]));
+    assert_eq!(seen["card"]["bearer"], "Bearer");
+    let skills = seen["card"]["skills"].as_array().expect("skills");
+    assert!(skills.contains(&json!("tools.echo")) && !skills.contains(&json!("tests.hidden")), "{skills:?}");
+
+    // The resend of the committed messageId: the committed task, as the SDK parsed it.
+    let task = json!({
+        "id": "sdk-1",
+        "contextId": "ep1",
+        "state": "TASK_STATE_COMPLETED",
+        "artifacts": [{"artifactId": "output", "data": [{"echo": {"greeting": "hello", "n": 1.0}}]}],
+        "metadata": {
+            "entry_index": 1.0,
+            "invocation_id": "a2a:ep1:sdk-1",
+            "world_ref": committed["metadata"]["world_ref"],
+        },
+    });
+    assert_eq!(seen["sent"], json!({"tasks": [task]}));
+    assert_eq!(seen["resent"], json!({"tasks": [task]}));
+    assert_eq!(seen["got"], task);
+    assert_eq!(
+        seen["canceled"],
+        json!({"error": "TaskNotCancelableError", "message": "task cannot be canceled: it completed when it committed"})
+    );
+    assert_eq!(seen["unknown"], json!({"error": "TaskNotFoundError", "message": "task not found"}));
+
+    // A2A 0.3's transport: a new task committed after the first.
+    let v03 = &seen["v03"];
+    assert_eq!(
+        (&v03["id"], &v03["contextId"], &v03["state"]),
+        (&json!("sdk-1-03"), &json!("ep1"), &json!("TASK_STATE_COMPLETED"))
+    );
+    assert_eq!(
+        v03["artifacts"],
+        json!([{"artifactId": "output", "data": [{"echo": {"greeting": "hello", "n": 1.0}}]}])
+    );
+    assert_eq!(v03["metadata"]["entry_index"], 2.0);
+    assert_eq!(v03["metadata"]["invocation_id"], "a2a:ep1:sdk-1-03");
+
+    // A session that does not see the skill: the seed's -32602, which the SDK types as invalid params.
+    assert_eq!(seen["denied"], json!({"error": "InvalidParamsError", "message": "not authorized"}));
+    assert_eq!(world.log_len(&token).await, 3, "genesis, sdk-1 once, sdk-1-03");
+}
