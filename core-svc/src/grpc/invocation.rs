@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
-use world_model::{Failure, FailureCode, HashRef, Surface, TaskId, invocation_id, world_ref};
+use world_model::{Failure, FailureCode, Surface, TaskId, invocation_id};
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_server::Invocation;
 
@@ -70,29 +70,17 @@ pub async fn committed_task(store: &Store, id: &str, task: &TaskId) -> Result<pb
         Receipt::Indeterminate => return Err(Failure::of(FailureCode::Unconfirmed)),
         Receipt::Resolved { result_ref } => result_ref,
     };
-    let world =
-        store.world(&result_ref).await.map_err(stored)?.ok_or_else(|| integrity("the committed world is absent"))?;
-    if world_ref(world.revision, &world.state_root, &world.log_head) != world.reference {
-        return Err(integrity("the committed world does not hash to its ref"));
+    match crate::invoke::reconcile::read_committed(store, id, &result_ref, task).await {
+        Ok(invoked) => Ok(pb::Invoked {
+            output: invoked.output,
+            invocation_id: invoked.invocation_id,
+            world_ref: invoked.world_ref.to_string(),
+            entry_index: invoked.entry_index,
+            task_id: invoked.task_id,
+            reconciled: true,
+        }),
+        Err(refusal) => Err(integrity(&refusal.cause.unwrap_or_default())),
     }
-    let output = store
-        .get_object(&world.state_root, true)
-        .await
-        .map_err(stored)?
-        .and_then(|object| object.payload)
-        .filter(|payload| HashRef::of(payload) == world.state_root)
-        .ok_or_else(|| integrity("the committed output is absent or corrupt"))?;
-    if !matches!(serde_json::from_slice(&output), Ok(serde_json::Value::Object(_))) {
-        return Err(integrity("the committed output is not a JSON object"));
-    }
-    Ok(pb::Invoked {
-        output,
-        invocation_id: id.to_owned(),
-        world_ref: world.reference.to_string(),
-        entry_index: world.revision,
-        task_id: task.as_str().to_owned(),
-        reconciled: true,
-    })
 }
 
 impl InvocationService {

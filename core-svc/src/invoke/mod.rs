@@ -12,7 +12,7 @@
 mod commit_plan;
 mod effectful;
 mod pure;
-mod reconcile;
+pub mod reconcile;
 pub mod refusal;
 mod sources;
 mod validate;
