@@ -12,7 +12,7 @@ use world_core::store::{
     Claim, Commit, LockError, LockMode, LogEntry, OpenMode, Receipt, ServingLock, SessionRow, Store, StoreError,
     StoreLocation, StoredObject, WorldRow,
 };
-use world_model::HashRef;
+use world_model::{AccessTriple, HashRef};
 
 const BUDGET: Duration = Duration::from_secs(10);
 
@@ -130,6 +130,8 @@ suite!(
     a_planned_commit_extends_the_current_head_and_reports_a_committed_id,
     concurrent_commits_share_transactions_and_each_is_checked_alone,
     a_commit_of_many_objects_is_written_whole,
+    concurrent_effect_intents_get_gapless_ordinals_and_sum_their_spend,
+    a_version_3_store_gets_its_spend_from_its_intents,
 );
 
 async fn a_fresh_store_is_created_and_reopens(location: StoreLocation) {
@@ -188,9 +190,9 @@ async fn a_version_1_store_is_migrated_in_place(location: StoreLocation) {
     let mut conn = raw_connection(&location).await;
     let current = index_names(&mut conn, &location).await;
     // Put the store back as version 1 left it: its three indexes no query reads, and none
-    // of version 3's effect tables.
+    // of version 3's and 4's effect tables.
     sqlx::raw_sql(
-        "DROP TABLE effect_intents; DROP TABLE episode_leases; \
+        "DROP TABLE effect_spend; DROP TABLE effect_intents; DROP TABLE episode_leases; \
          CREATE INDEX worlds_by_state_root ON worlds (state_root, world_ref); \
          CREATE INDEX log_entries_by_transition_ref ON log_entries (transition_ref, entry_index); \
          CREATE INDEX log_entries_by_transition_fn ON log_entries (transition_fn, entry_index); \
@@ -599,4 +601,72 @@ async fn a_commit_of_many_objects_is_written_whole(location: StoreLocation) {
     assert_eq!(store.selected_head().await.unwrap(), Some(next));
     let stored = store.get_object(&last, true).await.unwrap().expect("the last object is stored");
     assert_eq!(stored.payload.as_deref(), Some(&b"object 7999"[..]));
+}
+
+/// Appends one intent of `episode` costing `cost`; returns its ordinal.
+async fn append_intent(store: &Store, episode: &str, call: &str, cost: i64) -> i64 {
+    let requirement = AccessTriple { effect: "Workspace.Read".into(), scope: "worktree".into(), cost };
+    let request = StoredObject::new("world/effect-request/v1", "test", format!("{episode}/{call}").into_bytes());
+    let episode_owned = episode.to_owned();
+    let intent = move |ordinal: i64| {
+        StoredObject::new("world/effect-intent/v1", "test", format!("{episode_owned}:{ordinal}").into_bytes())
+    };
+    let (ordinal, object) = store.append_effect_intent(episode, call, &requirement, &request, intent).await.unwrap();
+    assert_eq!(object.payload.as_deref(), Some(format!("{episode}:{ordinal}").as_bytes()));
+    ordinal
+}
+
+async fn concurrent_effect_intents_get_gapless_ordinals_and_sum_their_spend(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    genesis::commit_genesis(&store, 1).await.unwrap();
+    // Intents of four episodes queued together, beside commits: they share transactions.
+    let intents = (0..20).map(|i| {
+        let store = store.clone();
+        async move { (i % 4, append_intent(&store, &format!("ep{}", i % 4), &format!("call-{i}"), 1 + i % 4).await) }
+    });
+    let commits = (0..8).map(|i| {
+        let store = store.clone();
+        async move {
+            let id = format!("commit-{i}");
+            let planner: world_core::store::Planner =
+                Box::new(move |world: &WorldRow| next_commit(Some(world), &format!("c{i}"), Some(&id)));
+            store.commit_next(&format!("commit-{i}"), planner, false, BUDGET).await.unwrap();
+        }
+    });
+    let (ordinals, _) = tokio::join!(futures::future::join_all(intents), futures::future::join_all(commits));
+    for episode in 0..4 {
+        let mut got: Vec<i64> = ordinals.iter().filter(|(e, _)| *e == episode).map(|(_, o)| *o).collect();
+        got.sort();
+        assert_eq!(got, vec![0, 1, 2, 3, 4], "episode {episode}: gapless ordinals");
+        let spend = store.effect_spend(&format!("ep{episode}")).await.unwrap();
+        assert_eq!(spend, vec![("Workspace.Read".to_owned(), "worktree".to_owned(), 5 * (1 + episode))]);
+        for ordinal in 0..5 {
+            let id = format!("effect:ep{episode}:{ordinal}");
+            assert_eq!(store.effect_receipt(&id).await.unwrap(), "indeterminate", "{id}");
+        }
+    }
+    assert_eq!(head_world(&store).await.unwrap().revision, 8, "every commit beside the intents landed");
+    store.close().await;
+}
+
+async fn a_version_3_store_gets_its_spend_from_its_intents(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    for (call, cost) in [("a", 2), ("b", 3)] {
+        append_intent(&store, "ep1", call, cost).await;
+    }
+    append_intent(&store, "ep2", "c", 7).await;
+    store.close().await;
+    let mut conn = raw_connection(&location).await;
+    sqlx::raw_sql("DROP TABLE effect_spend; UPDATE world_schema SET version = 3")
+        .execute(&mut conn)
+        .await
+        .expect("make a version 3 store");
+
+    let store = Store::open(&location, OpenMode::MustExist).await.expect("open and migrate");
+    let spend = |n: i64| vec![("Workspace.Read".to_owned(), "worktree".to_owned(), n)];
+    assert_eq!(store.effect_spend("ep1").await.unwrap(), spend(5));
+    assert_eq!(store.effect_spend("ep2").await.unwrap(), spend(7));
+    assert_eq!(append_intent(&store, "ep1", "d", 1).await, 2, "ordinals go on");
+    assert_eq!(store.effect_spend("ep1").await.unwrap(), spend(6));
+    store.close().await;
 }

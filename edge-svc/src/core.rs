@@ -1,5 +1,8 @@
 //! The gRPC client to world-core: one lazily connected channel per `--core` URL, picked round
 //! robin, so the edge starts before the core and any number of core replicas share the load.
+//! A core that cannot be connected to is passed over for a short while, and a call that never
+//! reached a core (its connection failed) goes to the next one, whatever the call: so one core
+//! down costs no failed request beyond those it was serving when it went.
 //!
 //! Every call forwards the caller's `Authorization` as `authorization` metadata, carries its
 //! deadline as `grpc-timeout` and enforces it locally too (a hung core must not hang the
@@ -8,8 +11,8 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 use tracing::Instrument as _;
 
 use tonic::metadata::MetadataValue;
@@ -38,6 +41,8 @@ pub mod deadline {
     pub const COMMIT: Duration = Duration::from_secs(6);
     /// How long to wait for a TCP connection to a core.
     pub const CONNECT: Duration = Duration::from_secs(3);
+    /// How long a core that refused a connection is passed over before it is tried again.
+    pub const PASS_OVER: Duration = Duration::from_secs(2);
 }
 
 /// The message of the failure that stands for a core the edge cannot reach.
@@ -55,8 +60,30 @@ pub enum CoreUrlError {
 
 #[derive(Clone)]
 pub struct CoreClient {
-    channels: Arc<[Channel]>,
+    cores: Arc<[Core]>,
     next: Arc<AtomicUsize>,
+    /// The zero of each core's `passed_over_until`.
+    started: Instant,
+}
+
+/// One `--core` URL.
+struct Core {
+    channel: Channel,
+    /// Milliseconds after `started` until which the core is passed over (0: never failed).
+    passed_over_until: AtomicU64,
+}
+
+/// Whether `status` stands for a connection to the core that was never made, so the request
+/// never left the edge.
+fn never_connected(status: &Status) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.is::<tonic::ConnectError>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
 }
 
 /// How a failed call is classified when the reply never arrived.
@@ -75,7 +102,7 @@ impl CoreClient {
     /// Channels that connect on first use, so a core started after the edge is picked up.
     /// Call it inside a Tokio runtime: each channel spawns its connection task there.
     pub fn connect_lazy<S: AsRef<str>>(urls: &[S]) -> Result<CoreClient, CoreUrlError> {
-        let mut channels = Vec::with_capacity(urls.len());
+        let mut cores = Vec::with_capacity(urls.len());
         for url in urls {
             let url = url.as_ref().trim();
             if url.is_empty() {
@@ -89,21 +116,35 @@ impl CoreClient {
                 .map_err(|error| invalid(error.to_string()))?
                 .connect_timeout(deadline::CONNECT)
                 .tcp_nodelay(true);
-            channels.push(endpoint.connect_lazy());
+            cores.push(Core { channel: endpoint.connect_lazy(), passed_over_until: AtomicU64::new(0) });
         }
-        if channels.is_empty() {
+        if cores.is_empty() {
             return Err(CoreUrlError::None);
         }
-        Ok(CoreClient { channels: channels.into(), next: Arc::new(AtomicUsize::new(0)) })
+        Ok(CoreClient { cores: cores.into(), next: Arc::new(AtomicUsize::new(0)), started: Instant::now() })
     }
 
     pub fn replicas(&self) -> usize {
-        self.channels.len()
+        self.cores.len()
     }
 
-    fn channel(&self) -> Channel {
-        let index = self.next.fetch_add(1, Ordering::Relaxed) % self.channels.len();
-        self.channels[index].clone()
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// The next core in turn that is not passed over (when every one is, the next in turn).
+    fn pick(&self) -> usize {
+        let first = self.next.fetch_add(1, Ordering::Relaxed);
+        let now = self.now_ms();
+        (0..self.cores.len())
+            .map(|offset| (first + offset) % self.cores.len())
+            .find(|&index| self.cores[index].passed_over_until.load(Ordering::Relaxed) <= now)
+            .unwrap_or(first % self.cores.len())
+    }
+
+    fn pass_over(&self, index: usize) {
+        let until = self.now_ms() + deadline::PASS_OVER.as_millis() as u64;
+        self.cores[index].passed_over_until.store(until, Ordering::Relaxed);
     }
 
     /// One unary call under `timeout`, with the credential attached.
@@ -139,18 +180,25 @@ impl CoreClient {
             world_telemetry::inject_grpc(&span, &mut request);
             request
         };
-        // A call that is safe to repeat and could not reach one core tries the next, so one
-        // replica being down costs no failed request. A commit is never repeated here.
-        let attempts = match lost {
-            LostReply::Retryable => self.channels.len(),
-            LostReply::Uncertain | LostReply::Invocation => 1,
-        };
+        // A call that could not reach one core tries the next: any call whose connection
+        // failed (it never left the edge), and a read or admission on any unavailability. A
+        // commit or an invocation that may have reached a core is never repeated here.
         let calls = async {
             let mut unreachable = Status::unavailable("no world-core channel");
-            for _ in 0..attempts {
-                match call(self.channel(), request(message.clone())).await {
+            for _ in 0..self.cores.len() {
+                let index = self.pick();
+                match call(self.cores[index].channel.clone(), request(message.clone())).await {
                     Ok(response) => return Ok(response),
-                    Err(status) if status.code() == Code::Unavailable => unreachable = status,
+                    Err(status) if status.code() == Code::Unavailable => {
+                        let undelivered = never_connected(&status);
+                        if undelivered {
+                            self.pass_over(index);
+                        }
+                        unreachable = status;
+                        if !(undelivered || lost == LostReply::Retryable) {
+                            break;
+                        }
+                    }
                     Err(status) => return Err(status),
                 }
             }
@@ -490,6 +538,20 @@ fn status_failure(what: &'static str, status: &Status, lost: LostReply) -> Failu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_connection_is_known_never_to_have_reached_a_core() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let channel = Endpoint::from_shared(format!("http://127.0.0.1:{port}")).unwrap().connect_lazy();
+            let status = StoreClient::new(channel).health(pb::HealthRequest {}).await.unwrap_err();
+            assert_eq!(status.code(), Code::Unavailable);
+            assert!(never_connected(&status), "{status:?}");
+        });
+        // The same code from a core that answered: it may have acted on the request.
+        assert!(!never_connected(&Status::unavailable("the core is shutting down")));
+    }
 
     #[test]
     fn core_urls_are_checked_at_startup() {

@@ -6,11 +6,12 @@
 //!   32 connections (target ≥ 0.25×);
 //! * `tools/call` of the echo transition vs a loop spawning `ailang run`
 //!   directly, both at 8 concurrent (target ≥ 0.5×);
-//! * `tools/call` of the coding tool `ailang-read` (an effectful transition:
-//!   one interpreter run planning a `Workspace.Read`, the native handler, the
-//!   effect journal and a larger commit) vs the same spawn loop, 8 concurrent
-//!   over 8 episodes, as an episode's effectful calls run one at a time
-//!   (target ≥ 0.45×).
+//! * `tools/call` of an effectful transition (the test fixture planning one
+//!   `Workspace.Read`: one interpreter run, the native handler, the effect
+//!   journal and a larger commit) vs the same spawn loop, 8 concurrent over 8
+//!   episodes, as an episode's effectful calls run one at a time (target
+//!   ≥ 0.45×); then the same for the coding tool `ailang-read`, whose plan is a
+//!   150-line module (reported, no target).
 //!
 //! An answer whose body is a JSON-RPC error counts as a failure, not a success.
 //! Baseline and subject take turns, several rounds each, so a shift in the
@@ -29,6 +30,9 @@ use std::time::{Duration, Instant};
 
 use world_core::capsule;
 use world_tests::{Setup, World, bin, examples_dir};
+
+/// Transitions in the effect fixtures' manifest.
+const EFFECT_FIXTURES: usize = 5;
 
 /// One measured loop.
 const RUN: Duration = Duration::from_secs(3);
@@ -112,8 +116,14 @@ impl Processes {
 /// Runs `baseline` and `subject` in turns, [`ROUNDS`] each, and prints one line for the pair:
 /// the median of the rounds' ratios, each round's ratio, and the CPU the core and the edge
 /// spent per subject answer over all rounds.
-async fn compare<B, BF, S, SF>(label: &str, versus: &str, target: f64, processes: &Processes, baseline: B, subject: S)
-where
+async fn compare<B, BF, S, SF>(
+    label: &str,
+    versus: &str,
+    target: Option<f64>,
+    processes: &Processes,
+    baseline: B,
+    subject: S,
+) where
     B: Fn() -> BF,
     BF: std::future::Future<Output = Run>,
     S: Fn() -> SF,
@@ -138,8 +148,9 @@ where
     let rounds: Vec<String> = ratios.iter().map(|ratio| format!("{ratio:.2}")).collect();
     ratios.sort_by(f64::total_cmp);
     let per_answer = |cpu: f64| cpu / answers.max(1) as f64;
+    let target = target.map(|target| format!("target ≥ {target}×; ")).unwrap_or_default();
     println!(
-        "{label}  edge→core {subject_rate:7.0}/s  {versus} {baseline_rate:7.0}/s  ratio {:.2}× (target ≥ {target}×; \
+        "{label}  edge→core {subject_rate:7.0}/s  {versus} {baseline_rate:7.0}/s  ratio {:.2}× ({target}\
          rounds {})  failures {failures}  CPU per answer: core {:.0} µs, edge {:.0} µs",
         ratios[ROUNDS / 2],
         rounds.join(" "),
@@ -224,7 +235,22 @@ async fn run(served_workers: &str) {
     }
     if runs("effect") {
         drop(world);
-        effect_pair(&client, capsules, served_workers).await;
+        let fixture = Effectful {
+            label: "Workspace.Read",
+            manifest: world_tests::fixture("effects/transitions.json"),
+            transitions: EFFECT_FIXTURES,
+            tool: "fx_dread",
+            target: Some(0.45),
+        };
+        effect_pair(&client, capsules, served_workers, fixture).await;
+        let coding_tool = Effectful {
+            label: "ailang-read",
+            manifest: examples_dir().join("../se-tools/transitions.json"),
+            transitions: 8,
+            tool: "ailang-read",
+            target: None,
+        };
+        effect_pair(&client, capsules, served_workers, coding_tool).await;
     }
 }
 
@@ -249,7 +275,16 @@ fn echo_root() -> tempfile::TempDir {
     root
 }
 
-async fn effect_pair(client: &reqwest::Client, capsules: &str, served_workers: &str) {
+/// An effectful transition measured against the spawn loop.
+struct Effectful<'a> {
+    label: &'a str,
+    manifest: std::path::PathBuf,
+    transitions: usize,
+    tool: &'a str,
+    target: Option<f64>,
+}
+
+async fn effect_pair(client: &reqwest::Client, capsules: &str, served_workers: &str, subject: Effectful<'_>) {
     const EPISODES: usize = 8;
     let workspace = tempfile::tempdir().unwrap();
     for episode in 0..EPISODES {
@@ -260,15 +295,23 @@ async fn effect_pair(client: &reqwest::Client, capsules: &str, served_workers: &
     let root = workspace.path().display().to_string();
     let core_args = ["--workspace-root", root.as_str()];
     let env = [("TMPDIR", capsules), ("TOKIO_WORKER_THREADS", served_workers)];
-    let manifest = examples_dir().join("../se-tools/transitions.json");
-    let world = World::published(&manifest, 8, Setup { core_args: &core_args, env: &env, ..Setup::default() });
+    let world = World::published(
+        &subject.manifest,
+        subject.transitions,
+        Setup { core_args: &core_args, env: &env, ..Setup::default() },
+    );
     let tokens: Vec<String> = (0..EPISODES)
         .map(|episode| world.mint(&format!("bench{episode}"), &["Workspace.Read=worktree:100000000"], 3600))
         .collect();
     let processes = Processes { core: world.core.pid(), edge: world.edge.as_ref().expect("an edge").pid() };
     let echo = echo_root();
     let (mcp, tokens) = (world.url("/mcp/"), Arc::new(tokens));
-    let subject = || {
+    let body: &'static str = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"{}","arguments":{{"path":"hello.txt"}}}}}}"#,
+        subject.tool
+    )
+    .leak();
+    let call = || {
         let (client, mcp, tokens) = (client.clone(), mcp.clone(), Arc::clone(&tokens));
         let next = Arc::new(AtomicU64::new(0));
         measure(8, move || {
@@ -278,11 +321,11 @@ async fn effect_pair(client: &reqwest::Client, capsules: &str, served_workers: &
                 .header("Authorization", format!("Bearer {token}"))
                 .header("Content-Type", "application/json")
                 .header("Accept", "application/json, text/event-stream")
-                .body(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ailang-read","arguments":{"path":"hello.txt"}}}"#);
+                .body(body);
             succeeded(request)
         })
     };
-    compare("ailang-read", "spawn loop", 0.45, &processes, || spawn_loop(echo.path()), subject).await;
+    compare(subject.label, "spawn loop", subject.target, &processes, || spawn_loop(echo.path()), call).await;
 }
 
 async fn list_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: &Processes) {
@@ -295,7 +338,7 @@ async fn list_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: 
         })
     };
     let subject = || mcp_loop(client, mcp, token, 32, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
-    compare("tools/list", "bare echo", 0.25, processes, baseline, subject).await;
+    compare("tools/list", "bare echo", Some(0.25), processes, baseline, subject).await;
 }
 
 async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: &Processes) {
@@ -303,5 +346,5 @@ async fn call_pair(client: &reqwest::Client, mcp: &str, token: &str, processes: 
     let baseline = || spawn_loop(root.path());
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tools_decho","arguments":{"a":1}}}"#;
     let subject = || mcp_loop(client, mcp, token, 8, call);
-    compare("tools/call", "spawn loop", 0.5, processes, baseline, subject).await;
+    compare("tools/call", "spawn loop", Some(0.5), processes, baseline, subject).await;
 }

@@ -20,6 +20,7 @@ use tokio::sync::{OwnedMutexGuard, oneshot};
 
 use world_model::HashRef;
 
+use super::effects::{NewIntent, StagedIntent, stage_intent, write_intents};
 use super::journal::{self, IntentKey, JournalState};
 use super::script::{Script, placeholders};
 use super::tx::Tx;
@@ -54,16 +55,27 @@ enum Proposal {
 
 type Outcome = Result<(Committed, Commit), StoreError>;
 
-/// A commit waiting for the writer turn.
-pub(super) struct Queued {
+/// Work waiting for the writer turn: a commit, or an effect intent, which shares the
+/// transaction (and the durable COMMIT) of the commits queued beside it.
+pub(super) enum Queued {
+    Commit(QueuedCommit),
+    Intent(QueuedIntent),
+}
+
+pub(super) struct QueuedCommit {
     proposal: Proposal,
     phase: Arc<Mutex<Phase>>,
     reply: oneshot::Sender<Outcome>,
 }
 
+pub(super) struct QueuedIntent {
+    pub(super) intent: NewIntent,
+    pub(super) reply: oneshot::Sender<Result<(i64, StoredObject), StoreError>>,
+}
+
 pub(super) type Pending = Arc<Mutex<VecDeque<Queued>>>;
 
-/// At most this many commits share one transaction, so one turn stays short.
+/// At most this many commits and intents share one transaction, so one turn stays short.
 const MAX_BATCH: usize = 64;
 
 /// What the batch's transaction holds beyond what it has written: the world its accepted
@@ -139,12 +151,11 @@ impl Store {
         self.run_commit(proposal, budget).await
     }
 
-    async fn run_commit(&self, proposal: Proposal, budget: Duration) -> Outcome {
-        let phase = Arc::new(Mutex::new(Phase::Working));
-        let (reply, outcome) = oneshot::channel();
-        lock(&self.pending).push_back(Queued { proposal, phase: Arc::clone(&phase), reply });
-        // Every queued commit brings a turn at the write lock and every turn commits what is
-        // pending, so a commit is in the first batch after it was queued.
+    /// Queues `work` for the writer turn.
+    pub(super) fn enqueue(&self, work: Queued) {
+        lock(&self.pending).push_back(work);
+        // Every queued item brings a turn at the write lock and every turn writes what is
+        // pending, so an item is in the first batch after it was queued.
         committer().spawn({
             let store = self.clone();
             async move {
@@ -159,6 +170,12 @@ impl Store {
                 }
             }
         });
+    }
+
+    async fn run_commit(&self, proposal: Proposal, budget: Duration) -> Outcome {
+        let phase = Arc::new(Mutex::new(Phase::Working));
+        let (reply, outcome) = oneshot::channel();
+        self.enqueue(Queued::Commit(QueuedCommit { proposal, phase: Arc::clone(&phase), reply }));
         match tokio::time::timeout(budget, outcome).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(StoreError::Uncertain("the commit task ended abnormally".into())),
@@ -175,44 +192,95 @@ impl Store {
     }
 
     /// One transaction for the whole batch: each commit is checked against the world the
-    /// commits before it leave, then all accepted ones are written together (a handful of
-    /// statements whatever the batch holds), then one reply per commit once COMMIT returns.
+    /// commits before it leave and each intent is given the next ordinal of its episode, then
+    /// all are written together (a handful of statements whatever the batch holds), then one
+    /// reply each once COMMIT returns.
     async fn commit_batch(&self, turn: OwnedMutexGuard<()>, batch: Vec<Queued>) {
-        let replies = |batch: Vec<Queued>| batch.into_iter().map(|queued| queued.reply);
         let mut tx = match self.begin(turn).await {
             Ok(tx) => tx,
-            Err(error) => return fail_all(replies(batch), &error.to_string()),
+            Err(error) => return Replies::from_queue(batch).fail(&error.to_string()),
         };
-        let ids: Vec<&str> = batch.iter().filter_map(|queued| queued.proposal.invocation_id()).collect();
+        let ids: Vec<&str> = batch
+            .iter()
+            .filter_map(|queued| match queued {
+                Queued::Commit(commit) => commit.proposal.invocation_id(),
+                Queued::Intent(_) => None,
+            })
+            .collect();
         let mut view = match read_view(&mut tx, &ids).await {
             Ok(view) => view,
-            Err(error) => return fail_all(replies(batch), &error.to_string()),
+            Err(error) => return Replies::from_queue(batch).fail(&error.to_string()),
         };
         let mut accepted = Vec::with_capacity(batch.len());
+        let mut intents = Vec::new();
+        let mut last_ordinals = HashMap::new();
         let mut queue = batch.into_iter();
-        while let Some(Queued { proposal, phase, reply }) = queue.next() {
-            match check(&mut tx, proposal, &phase, &mut view).await {
-                Ok(commit) => accepted.push((reply, commit)),
-                Err(Failed::Refused(error)) => {
-                    let _ = reply.send(Err(error));
+        while let Some(queued) = queue.next() {
+            let broken = match queued {
+                Queued::Commit(QueuedCommit { proposal, phase, reply }) => {
+                    match check(&mut tx, proposal, &phase, &mut view).await {
+                        Ok(commit) => {
+                            accepted.push((reply, commit));
+                            continue;
+                        }
+                        Err(Failed::Refused(error)) => {
+                            let _ = reply.send(Err(error));
+                            continue;
+                        }
+                        Err(Failed::Broken(error)) => {
+                            let cause = error.to_string();
+                            let _ = reply.send(Err(error));
+                            cause
+                        }
+                    }
                 }
-                Err(Failed::Broken(error)) => {
-                    // Dropping the transaction rolls back every commit of the batch.
-                    let cause = error.to_string();
-                    let _ = reply.send(Err(error));
-                    let others = accepted.into_iter().map(|(reply, _)| reply).chain(queue.map(|queued| queued.reply));
-                    return fail_all(others, &cause);
+                Queued::Intent(QueuedIntent { intent, reply }) => {
+                    match stage_intent(&mut tx, intent, &mut last_ordinals).await.map_err(Failed::from) {
+                        Ok(staged) => {
+                            intents.push((reply, staged));
+                            continue;
+                        }
+                        Err(Failed::Refused(error)) => {
+                            let _ = reply.send(Err(error));
+                            continue;
+                        }
+                        Err(Failed::Broken(error)) => {
+                            let cause = error.to_string();
+                            let _ = reply.send(Err(error));
+                            cause
+                        }
+                    }
                 }
-            }
+            };
+            // Dropping the transaction rolls back everything the batch staged.
+            let mut rest = Replies::from_queue(queue.collect());
+            rest.commits.extend(accepted.into_iter().map(|(reply, _)| reply));
+            rest.intents.extend(intents.into_iter().map(|(reply, _)| reply));
+            return rest.fail(&broken);
         }
         let commits: Vec<&Accepted> = accepted.iter().map(|(_, commit)| commit).filter(|c| !c.replayed).collect();
-        if let Err(error) = tx.write(batch_writes(&commits)).await {
-            return fail_all(accepted.into_iter().map(|(reply, _)| reply), &error.to_string());
-        }
-        let committed = tx.commit().await.map_err(|e| e.to_string());
+        let staged: Vec<&StagedIntent> = intents.iter().map(|(_, staged)| staged).collect();
+        let written = tx.write(batch_writes(&commits, &staged)).await;
+        let committed = match written {
+            Ok(()) => tx.commit().await.map_err(|e| e.to_string()),
+            Err(error) => {
+                drop(tx);
+                let replies = Replies {
+                    commits: accepted.into_iter().map(|(reply, _)| reply).collect(),
+                    intents: intents.into_iter().map(|(reply, _)| reply).collect(),
+                };
+                return replies.fail(&error.to_string());
+            }
+        };
         for (reply, accepted) in accepted {
             let _ = reply.send(match &committed {
                 Ok(()) => Ok((accepted.committed(), accepted.commit)),
+                Err(cause) => Err(StoreError::Uncertain(cause.clone())),
+            });
+        }
+        for (reply, staged) in intents {
+            let _ = reply.send(match &committed {
+                Ok(()) => Ok((staged.ordinal, staged.intent)),
                 Err(cause) => Err(StoreError::Uncertain(cause.clone())),
             });
         }
@@ -257,10 +325,33 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Tells every caller in `replies` that its commit's transaction ended without committing.
-fn fail_all(replies: impl Iterator<Item = oneshot::Sender<Outcome>>, cause: &str) {
-    for reply in replies {
-        let _ = reply.send(Err(StoreError::RolledBack(cause.to_owned())));
+/// The callers of a batch still waiting for an answer.
+#[derive(Default)]
+struct Replies {
+    commits: Vec<oneshot::Sender<Outcome>>,
+    intents: Vec<oneshot::Sender<Result<(i64, StoredObject), StoreError>>>,
+}
+
+impl Replies {
+    fn from_queue(queue: Vec<Queued>) -> Self {
+        let mut replies = Replies::default();
+        for queued in queue {
+            match queued {
+                Queued::Commit(commit) => replies.commits.push(commit.reply),
+                Queued::Intent(intent) => replies.intents.push(intent.reply),
+            }
+        }
+        replies
+    }
+
+    /// Tells each caller that the batch's transaction ended without writing anything.
+    fn fail(self, cause: &str) {
+        for reply in self.commits {
+            let _ = reply.send(Err(StoreError::RolledBack(cause.to_owned())));
+        }
+        for reply in self.intents {
+            let _ = reply.send(Err(StoreError::RolledBack(cause.to_owned())));
+        }
     }
 }
 
@@ -356,10 +447,11 @@ async fn check(
     Ok(Accepted { commit, replayed: false, journal_rows, claimed })
 }
 
-/// The writes of a batch's accepted commits, in order: one statement per table, one script
-/// for all of them (empty when nothing was accepted).
-fn batch_writes(commits: &[&Accepted]) -> Script {
+/// The writes of a batch's accepted commits (in order) and staged intents: one statement
+/// per table, one script for all of them (empty when there is nothing to write).
+fn batch_writes(commits: &[&Accepted], intents: &[&StagedIntent]) -> Script {
     let mut script = Script::new();
+    write_intents(&mut script, intents);
     let Some(last) = commits.last() else { return script };
     let entries: Vec<_> = commits.iter().map(|accepted| &accepted.commit.entry).collect();
     let insert = "INSERT INTO log_entries (entry_index, entry_hash, semantics_epoch, transition_fn, interpreter, \

@@ -18,6 +18,11 @@ use super::{SQLITE_PRAGMAS, StoreError};
 /// Idle read connections kept for reuse; more are opened when needed and closed after.
 const IDLE_READERS: usize = 8;
 
+/// The writer's page cache, in KiB (SQLite's default is 2 MiB). Every commit inserts into
+/// indexes keyed by content hashes, at random places; a cache that holds their inner pages
+/// keeps a commit from reading them back from disk.
+const WRITER_CACHE_KIB: i64 = 64 * 1024;
+
 pub(super) struct Direct {
     path: PathBuf,
     readers: Mutex<Vec<Connection>>,
@@ -62,7 +67,11 @@ impl Direct {
         let taken = lock(&self.writer).take();
         let conn = match taken {
             Some(conn) => conn,
-            None => self.open()?,
+            None => {
+                let conn = self.open()?;
+                conn.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB}"))?;
+                conn
+            }
         };
         conn.execute_batch("BEGIN IMMEDIATE")?;
         Ok(DirectTx { conn: Some(conn), home: self })

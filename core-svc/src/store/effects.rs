@@ -7,10 +7,15 @@
 use sqlx::Row;
 use world_model::AccessTriple;
 
-use super::commit::on_writer;
+use std::collections::{BTreeMap, HashMap};
+
+use tokio::sync::oneshot;
+
+use super::commit::{Queued, QueuedIntent, on_writer};
 use super::journal;
 use super::script::Script;
-use super::{Store, StoreError, StoredObject, insert_objects};
+use super::tx::Tx;
+use super::{Columns, Store, StoreError, StoredObject, insert_objects};
 
 /// Effect ids live in their own journal namespace: `effect:<episode>:<ordinal>`.
 pub const EFFECT_NAMESPACE: &str = "effect:";
@@ -24,23 +29,30 @@ pub struct PendingIntent {
 
 impl Store {
     /// What `episode` has spent, by (effect, scope): the cost of every effect intent it ever
-    /// wrote (failed and indeterminate effects included; denials write none).
+    /// wrote (failed and indeterminate effects included; denials write none). Every effectful
+    /// call reads it, so on SQLite it runs inline like admission's session read.
     pub async fn effect_spend(&self, episode: &str) -> Result<Vec<(String, String, i64)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT effect, scope, CAST(SUM(cost) AS BIGINT) AS spent FROM effect_intents WHERE episode = $1 \
-             GROUP BY effect, scope ORDER BY effect, scope",
-        )
-        .bind(episode)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| Ok((row.try_get("effect")?, row.try_get("scope")?, row.try_get::<i64, _>("spent")?)))
-            .collect()
+        const SQL: &str = "SELECT effect, scope, spent FROM effect_spend WHERE episode = $1 ORDER BY effect, scope";
+        let decode = |row: &dyn Columns| Ok((row.text("effect")?, row.text("scope")?, row.int("spent")?));
+        if let Some(direct) = &self.direct {
+            return direct.read(|conn| {
+                let mut statement = conn.prepare_cached(SQL)?;
+                let mut rows = statement.query(rusqlite::named_params! {"$1": episode})?;
+                let mut spend = Vec::new();
+                while let Some(row) = rows.next()? {
+                    spend.push(decode(row)?);
+                }
+                Ok(spend)
+            });
+        }
+        let rows = sqlx::query(SQL).bind(episode).fetch_all(&self.pool).await?;
+        rows.iter().map(|row| decode(row)).collect()
     }
 
-    /// Appends the next effect intent of `episode` with its request object, in one
-    /// transaction: the ordinal is one past the episode's last, and `intent` builds the
-    /// intent object once it is known. Returns the ordinal and the intent's object.
+    /// Appends the next effect intent of `episode` with its request object: the ordinal is
+    /// one past the episode's last, assigned in the writer's transaction (shared with the
+    /// commits and intents queued beside it), and `intent` builds the intent object once it
+    /// is known. Returns the ordinal and the intent's object once both are durable.
     pub async fn append_effect_intent(
         &self,
         episode: &str,
@@ -50,38 +62,16 @@ impl Store {
         intent: impl FnOnce(i64) -> StoredObject + Send + 'static,
     ) -> Result<(i64, StoredObject), StoreError> {
         request.verify("request")?;
-        let (store, episode, call_id) = (self.clone(), episode.to_owned(), call_id.to_owned());
-        let (requirement, request) = (requirement.clone(), request.clone());
-        on_writer(async move {
-            let mut tx = store.begin(store.writer_turn().await).await?;
-            let last = tx
-                .integer("SELECT COALESCE(MAX(ordinal), -1) FROM effect_intents WHERE episode = $1", &episode)
-                .await?;
-            let ordinal = last.checked_add(1).ok_or_else(|| {
-                StoreError::invalid("ordinal", format!("episode {episode} has exhausted its effect ordinals"))
-            })?;
-            let intent = intent(ordinal);
-            let intent_payload = intent.verify("intent")?;
-            let effect_id = format!("{EFFECT_NAMESPACE}{episode}:{ordinal}");
-            let mut script = Script::new();
-            insert_objects(&mut script, &[(&request, request.verify("request")?), (&intent, intent_payload)]);
-            journal::append_rows(&mut script, &[(effect_id.as_str(), "intent", &intent)]);
-            script
-                .statement(
-                    "INSERT INTO effect_intents (episode, ordinal, call_id, effect, scope, cost) \
-                     VALUES ($1, $2, $3, $4, $5, $6)",
-                )
-                .bind(episode.as_str())
-                .bind(ordinal)
-                .bind(call_id.as_str())
-                .bind(requirement.effect.as_str())
-                .bind(requirement.scope.as_str())
-                .bind(requirement.cost);
-            tx.write(script).await?;
-            tx.commit().await?;
-            Ok((ordinal, intent))
-        })
-        .await
+        let (reply, answer) = oneshot::channel();
+        let intent = NewIntent {
+            episode: episode.to_owned(),
+            call_id: call_id.to_owned(),
+            requirement: requirement.clone(),
+            request: request.clone(),
+            build: Box::new(intent),
+        };
+        self.enqueue(Queued::Intent(QueuedIntent { intent, reply }));
+        answer.await.map_err(|_| StoreError::Uncertain("the write task ended abnormally".into()))?
     }
 
     /// Writes an effect's outcome with the objects it names (result, record), in one
@@ -166,6 +156,90 @@ impl Store {
             .map(|row| Ok(PendingIntent { invocation_id: row.try_get("invocation_id")?, seq: row.try_get("seq")? }))
             .collect()
     }
+}
+
+/// An effect intent waiting for its ordinal.
+pub(super) struct NewIntent {
+    episode: String,
+    call_id: String,
+    requirement: AccessTriple,
+    request: StoredObject,
+    build: Box<dyn FnOnce(i64) -> StoredObject + Send>,
+}
+
+/// An intent given its ordinal inside a write transaction, to be written with its batch.
+pub(super) struct StagedIntent {
+    pub(super) ordinal: i64,
+    pub(super) intent: StoredObject,
+    episode: String,
+    call_id: String,
+    requirement: AccessTriple,
+    request: StoredObject,
+}
+
+/// Gives `new` the next ordinal of its episode: one past the last durable one, or past the
+/// last one this batch staged (`last_ordinals`).
+pub(super) async fn stage_intent(
+    tx: &mut Tx<'_>,
+    new: NewIntent,
+    last_ordinals: &mut HashMap<String, i64>,
+) -> Result<StagedIntent, StoreError> {
+    let NewIntent { episode, call_id, requirement, request, build } = new;
+    let last = match last_ordinals.get(&episode) {
+        Some(last) => *last,
+        None => {
+            tx.integer("SELECT COALESCE(MAX(ordinal), -1) FROM effect_intents WHERE episode = $1", &episode).await?
+        }
+    };
+    let ordinal = last.checked_add(1).ok_or_else(|| {
+        StoreError::invalid("ordinal", format!("episode {episode} has exhausted its effect ordinals"))
+    })?;
+    let intent = build(ordinal);
+    intent.verify("intent")?;
+    last_ordinals.insert(episode.clone(), ordinal);
+    Ok(StagedIntent { ordinal, intent, episode, call_id, requirement, request })
+}
+
+/// The writes of staged intents: request and intent objects, journal rows, intent rows and
+/// the episodes' spend.
+pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent]) {
+    if staged.is_empty() {
+        return;
+    }
+    let objects: Vec<(&StoredObject, &[u8])> = staged
+        .iter()
+        .flat_map(|s| [&s.request, &s.intent])
+        .map(|object| (object, object.payload.as_deref().unwrap_or_default()))
+        .collect();
+    insert_objects(script, &objects);
+    let ids: Vec<String> = staged.iter().map(|s| format!("{EFFECT_NAMESPACE}{}:{}", s.episode, s.ordinal)).collect();
+    let rows: Vec<(&str, &str, &StoredObject)> =
+        staged.iter().zip(&ids).map(|(s, id)| (id.as_str(), "intent", &s.intent)).collect();
+    journal::append_rows(script, &rows);
+    let insert = "INSERT INTO effect_intents (episode, ordinal, call_id, effect, scope, cost)";
+    script.insert_rows(insert, 6, "", staged, |script, s| {
+        let requirement = &s.requirement;
+        script
+            .bind(s.episode.as_str())
+            .bind(s.ordinal)
+            .bind(s.call_id.as_str())
+            .bind(requirement.effect.as_str())
+            .bind(requirement.scope.as_str())
+            .bind(requirement.cost);
+    });
+    // One row per key: an upsert may not touch a row twice in one statement.
+    let mut spend: BTreeMap<(&str, &str, &str), i64> = BTreeMap::new();
+    for s in staged {
+        let requirement = &s.requirement;
+        let key = (s.episode.as_str(), requirement.effect.as_str(), requirement.scope.as_str());
+        *spend.entry(key).or_default() += requirement.cost;
+    }
+    let spend: Vec<_> = spend.into_iter().collect();
+    let insert = "INSERT INTO effect_spend (episode, effect, scope, spent)";
+    let tail = "ON CONFLICT (episode, effect, scope) DO UPDATE SET spent = effect_spend.spent + excluded.spent";
+    script.insert_rows(insert, 4, tail, &spend, |script, ((episode, effect, scope), spent)| {
+        script.bind(*episode).bind(*effect).bind(*scope).bind(*spent);
+    });
 }
 
 /// Whether the journal holds an intent and an outcome for `id`.

@@ -27,10 +27,15 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0003_effects.sql"),
         postgres: include_str!("../../migrations/postgres/0003_effects.sql"),
     },
+    Migration {
+        version: 4,
+        sqlite: include_str!("../../migrations/sqlite/0004_effect_spend.sql"),
+        postgres: include_str!("../../migrations/postgres/0004_effect_spend.sql"),
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Brings the store to [`SCHEMA_VERSION`] inside the caller's write
 /// transaction (which already excludes concurrent migrators).
