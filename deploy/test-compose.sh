@@ -16,7 +16,10 @@
 #     replicas (each replica's /metrics), and the traces: per call one trace
 #     with the edge's spans and the core's (rpc.server, admit, invoke,
 #     capsule.run). WORLD_COMPOSE_REQUIRE_EDGE_SPANS=0 accepts core-only traces
-#     when the edge binary exports no spans at all.
+#     when the edge binary exports no spans at all,
+#  5. kills one edge replica while four clients call through the proxy: every
+#     call that ended before the kill or started after it succeeds; only a call
+#     in flight during the kill may fail, and then with a whole HTTP answer.
 #
 # Bounded in time (WORLD_COMPOSE_TIMEOUT seconds, default 900), with a compose
 # project name unique to the run; everything it creates is removed on exit
@@ -176,7 +179,7 @@ compose up -d --scale edge="$edges" >"$work/up.log" 2>&1 || { cat "$work/up.log"
 
 say "bootstrap: mint a session (attended, while the core serves)"
 attended y "$compose_line exec core world-core session mint --store /data/world.db --episode ep1 \
-    --grant world.apply=world:10 --out /data/session" ||
+    --grant world.apply=world:100000 --out /data/session" ||
     { sed 's/^/  /' "$work/tty.log" >&2; fail "attended session mint failed"; }
 token=$(compose exec -T core cat /data/session | tr -d '\r\n')
 [ -n "$token" ] || fail "the minted session file is empty"
@@ -230,6 +233,64 @@ for id in $edge_ids; do
 done
 [ "$served" -ge 2 ] || fail "the proxy sent every call to one edge replica"
 say "calls spread over $served of $edges edge replicas"
+
+# --- an edge dies mid-traffic -------------------------------------------------
+victim=$(head -n 1 <<<"$edge_ids")
+say "killing edge ${victim:0:12} while 4 clients call through the proxy"
+python3 - "$url" "$token" "$run_id" "$victim" <<'PY' || fail "the proxy's clients did not keep succeeding through an edge's death"
+import json, subprocess, sys, threading, time, urllib.error, urllib.request
+
+url, token, run_id, victim = sys.argv[1:5]
+calls, lock = [], threading.Lock()  # (started, ended, outcome)
+stop = time.monotonic() + 12
+
+def call(client, i):
+    body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "tasks/send", "params": {
+        "id": f"kill-{run_id}-{client}-{i}", "metadata": {"skill_id": "tools.echo"},
+        "message": {"role": "user", "parts": [{"type": "data", "data": {"n": i}}]}}}).encode()
+    request = urllib.request.Request(url + "/a2a/", data=body, headers={
+        "Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            state = json.load(response)["result"]["status"]["state"]
+            return "ok" if state == "completed" else f"state {state}"
+    except urllib.error.HTTPError as error:
+        return f"HTTP {error.code}"  # a whole answer, refusing
+    except Exception as error:
+        return f"broken: {error!r}"
+
+def client(c):
+    i = 0
+    while time.monotonic() < stop:
+        i += 1
+        started = time.monotonic()
+        outcome = call(c, i)
+        with lock:
+            calls.append((started, time.monotonic(), outcome))
+
+threads = [threading.Thread(target=client, args=(c,)) for c in range(4)]
+for thread in threads:
+    thread.start()
+time.sleep(3)
+kill_started = time.monotonic()
+subprocess.run(["docker", "kill", victim], check=True, capture_output=True)
+kill_ended = time.monotonic()
+for thread in threads:
+    thread.join()
+# The replica dies somewhere between the kill's start and its return: a call that overlaps
+# that window may have been in flight on it.
+overlaps = lambda c: c[0] < kill_ended and c[1] > kill_started
+in_flight = [c for c in calls if overlaps(c)]
+others = [c for c in calls if not overlaps(c)]
+after = [c for c in others if c[0] >= kill_ended]
+failed = [c[2] for c in others if c[2] != "ok"]
+broken = [c[2] for c in in_flight if c[2].startswith("broken")]
+print(f"test-compose: {len(calls)} calls, {len(after)} after the kill; "
+      f"in flight at the kill: {[c[2] for c in in_flight]}")
+assert not failed, f"calls not in flight at the kill failed: {failed}"
+assert not broken, f"calls in flight at the kill ended without a whole answer: {broken}"
+assert len(after) >= 8, f"too few calls after the kill: {len(after)}"
+PY
 
 # --- traces -------------------------------------------------------------------
 # The receiver answers Jaeger's /api/traces; the query runs inside the

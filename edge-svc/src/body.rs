@@ -3,6 +3,8 @@
 //! session first and answers an oversized body in its own envelope: 413 on `/v1/commit`, a
 //! JSON-RPC error on `/a2a/`, the 200 envelope on `/mcp/` (reference-edge §3.10, §5.2, §6.3).
 
+use std::time::Duration;
+
 use axum::body::{Body, Bytes};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
@@ -21,18 +23,28 @@ pub enum BodyError {
     Read(String),
 }
 
-/// The whole body, refused when it holds more than `limit` bytes.
-pub async fn read_capped(body: Body, limit: usize) -> Result<Bytes, BodyError> {
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => Err(BodyError::TooLarge { limit }),
-        Err(error) => Err(BodyError::Read(error.to_string())),
+/// The whole body, refused when it holds more than `limit` bytes or has not arrived `within`.
+pub async fn read_capped(body: Body, limit: usize, within: Duration) -> Result<Bytes, BodyError> {
+    match tokio::time::timeout(within, Limited::new(body, limit).collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => Err(BodyError::TooLarge { limit }),
+        Ok(Err(error)) => Err(BodyError::Read(error.to_string())),
+        Err(_) => Err(too_slow(within)),
     }
 }
 
 /// At most the first `limit` bytes; the rest is never read. This is Go's
 /// `io.LimitReader` under a JSON decoder: a first value that fits is decoded whatever follows.
-pub async fn read_prefix(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {
+/// Refused when those bytes have not arrived `within`.
+pub async fn read_prefix(body: Body, limit: usize, within: Duration) -> Result<Bytes, BodyError> {
+    tokio::time::timeout(within, prefix(body, limit)).await.unwrap_or_else(|_| Err(too_slow(within)))
+}
+
+fn too_slow(within: Duration) -> BodyError {
+    BodyError::Read(format!("the request body did not arrive within {within:?}"))
+}
+
+async fn prefix(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {
     let mut prefix: Vec<u8> = Vec::new();
     while prefix.len() < limit {
         let Some(frame) = body.frame().await else {
@@ -51,23 +63,37 @@ pub async fn read_prefix(mut body: Body, limit: usize) -> Result<Bytes, BodyErro
 mod tests {
     use super::*;
 
+    const SECOND: Duration = Duration::from_secs(1);
+
     fn run<F: std::future::Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(future)
+        tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(future)
     }
 
     #[test]
     fn capped_reads_accept_exactly_the_limit() {
-        let exact = run(read_capped(Body::from(vec![b'a'; 16]), 16)).unwrap();
+        let exact = run(read_capped(Body::from(vec![b'a'; 16]), 16, SECOND)).unwrap();
         assert_eq!(exact.len(), 16);
-        assert!(matches!(run(read_capped(Body::from(vec![b'a'; 17]), 16)), Err(BodyError::TooLarge { limit: 16 })));
-        assert!(run(read_capped(Body::empty(), 16)).unwrap().is_empty());
+        assert!(matches!(
+            run(read_capped(Body::from(vec![b'a'; 17]), 16, SECOND)),
+            Err(BodyError::TooLarge { limit: 16 })
+        ));
+        assert!(run(read_capped(Body::empty(), 16, SECOND)).unwrap().is_empty());
     }
 
     #[test]
     fn prefix_reads_stop_at_the_limit() {
-        let prefix = run(read_prefix(Body::from(vec![b'a'; 40]), 16)).unwrap();
+        let prefix = run(read_prefix(Body::from(vec![b'a'; 40]), 16, SECOND)).unwrap();
         assert_eq!(prefix.len(), 16);
-        let short = run(read_prefix(Body::from("abc"), 16)).unwrap();
+        let short = run(read_prefix(Body::from("abc"), 16, SECOND)).unwrap();
         assert_eq!(&short[..], b"abc");
+    }
+
+    #[test]
+    fn a_body_that_stalls_is_refused_once_its_time_is_up() {
+        let stalled = || Body::from_stream(futures::stream::pending::<Result<Bytes, std::io::Error>>());
+        let within = Duration::from_millis(50);
+        let expected = "the request body did not arrive within 50ms";
+        assert!(matches!(run(read_capped(stalled(), 16, within)), Err(BodyError::Read(m)) if m == expected));
+        assert!(matches!(run(read_prefix(stalled(), 16, within)), Err(BodyError::Read(m)) if m == expected));
     }
 }

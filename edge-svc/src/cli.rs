@@ -22,7 +22,8 @@ pub struct EdgeArgs {
     #[arg(long, env = "WORLD_LISTEN", default_value = "127.0.0.1:7644")]
     pub listen: SocketAddr,
     /// A world-core gRPC URL such as http://127.0.0.1:7650; repeat the flag or give a comma
-    /// list to spread calls over several cores (round robin).
+    /// list to spread calls over several cores (a core that cannot be connected to is passed
+    /// over for a moment and the call goes to another).
     #[arg(long = "core", env = "WORLD_CORE", value_delimiter = ',', required = true)]
     pub core: Vec<String>,
     /// Browser origins allowed to call /mcp/ besides loopback ones (exact, comma list; `*`
@@ -45,6 +46,13 @@ pub struct EdgeArgs {
     /// "host callback capacity exceeded".
     #[arg(long, env = "WORLD_CALLBACK_SLOT_WAIT", value_parser = parse_duration, default_value = "20s")]
     pub callback_slot_wait: Duration,
+    /// How long a client may take to send a request's headers before the connection is
+    /// closed (slow clients cannot hold connections open).
+    #[arg(long, env = "WORLD_HEADER_READ_TIMEOUT", value_parser = parse_duration, default_value = "5s")]
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request's body once its headers arrived.
+    #[arg(long, env = "WORLD_BODY_READ_TIMEOUT", value_parser = parse_duration, default_value = "30s")]
+    pub body_read_timeout: Duration,
 }
 
 impl EdgeArgs {
@@ -54,6 +62,8 @@ impl EdgeArgs {
             callback_slots: usize::from(self.callback_slots),
             callback_timeout: self.callback_timeout,
             callback_slot_wait: self.callback_slot_wait,
+            header_read_timeout: self.header_read_timeout,
+            body_read_timeout: self.body_read_timeout,
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The gRPC client to world-core: one lazily connected channel per `--core` URL, picked round
-//! robin, so the edge starts before the core and any number of core replicas share the load.
+//! The gRPC client to world-core: one lazily connected channel per `--core` URL, spread evenly
+//! over the calls, so the edge starts before the core and any number of core replicas share
+//! the load.
 //! A core that cannot be connected to is passed over for a short while, and a call that never
 //! reached a core (its connection failed) goes to the next one, whatever the call: so one core
 //! down costs no failed request beyond those it was serving when it went.
@@ -68,9 +69,18 @@ pub struct CoreClient {
 
 /// One `--core` URL.
 struct Core {
+    url: String,
     channel: Channel,
     /// Milliseconds after `started` until which the core is passed over (0: never failed).
     passed_over_until: AtomicU64,
+}
+
+/// SplitMix64's finaliser: consecutive counters map to well-spread values.
+fn spread(counter: u64) -> u64 {
+    let mut x = counter.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }
 
 /// Whether `status` stands for a connection to the core that was never made, so the request
@@ -116,7 +126,8 @@ impl CoreClient {
                 .map_err(|error| invalid(error.to_string()))?
                 .connect_timeout(deadline::CONNECT)
                 .tcp_nodelay(true);
-            cores.push(Core { channel: endpoint.connect_lazy(), passed_over_until: AtomicU64::new(0) });
+            let channel = endpoint.connect_lazy();
+            cores.push(Core { url: url.to_owned(), channel, passed_over_until: AtomicU64::new(0) });
         }
         if cores.is_empty() {
             return Err(CoreUrlError::None);
@@ -132,9 +143,12 @@ impl CoreClient {
         self.started.elapsed().as_millis() as u64
     }
 
-    /// The next core in turn that is not passed over (when every one is, the next in turn).
+    /// A core that is not passed over (when every one is, any). The first one tried is spread
+    /// evenly but not in strict turn: a request makes two calls (admission, then the
+    /// invocation), and strict turns over two cores would send every admission to one and
+    /// every invocation to the other.
     fn pick(&self) -> usize {
-        let first = self.next.fetch_add(1, Ordering::Relaxed);
+        let first = spread(self.next.fetch_add(1, Ordering::Relaxed) as u64) as usize;
         let now = self.now_ms();
         (0..self.cores.len())
             .map(|offset| (first + offset) % self.cores.len())
@@ -142,9 +156,11 @@ impl CoreClient {
             .unwrap_or(first % self.cores.len())
     }
 
-    fn pass_over(&self, index: usize) {
+    fn pass_over(&self, index: usize, status: &Status) {
+        let core = &self.cores[index];
+        tracing::warn!(core = %core.url, error = %status.message(), "world-core cannot be connected to; passing it over for {:?}", deadline::PASS_OVER);
         let until = self.now_ms() + deadline::PASS_OVER.as_millis() as u64;
-        self.cores[index].passed_over_until.store(until, Ordering::Relaxed);
+        core.passed_over_until.store(until, Ordering::Relaxed);
     }
 
     /// One unary call under `timeout`, with the credential attached.
@@ -192,7 +208,7 @@ impl CoreClient {
                     Err(status) if status.code() == Code::Unavailable => {
                         let undelivered = never_connected(&status);
                         if undelivered {
-                            self.pass_over(index);
+                            self.pass_over(index, &status);
                         }
                         unreachable = status;
                         if !(undelivered || lost == LostReply::Retryable) {
@@ -538,6 +554,25 @@ fn status_failure(what: &'static str, status: &Status, lost: LostReply) -> Failu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn admissions_and_invocations_both_spread_over_every_core() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let client = runtime.block_on(async { CoreClient::connect_lazy(&["http://a:1", "http://b:2"]).unwrap() });
+        // A request's two calls in a row, a thousand times: each kind lands on both cores.
+        let mut landed = [[0usize; 2]; 2];
+        for _ in 0..1000 {
+            for kind in &mut landed {
+                kind[client.pick()] += 1;
+            }
+        }
+        for kind in landed {
+            assert!(kind.iter().all(|&n| n > 400), "{kind:?}");
+        }
+        // A passed-over core gets nothing until its time is up.
+        client.pass_over(0, &Status::unavailable("refused"));
+        assert!((0..100).all(|_| client.pick() == 1));
+    }
 
     #[test]
     fn a_refused_connection_is_known_never_to_have_reached_a_core() {

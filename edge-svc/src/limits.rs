@@ -16,6 +16,10 @@ pub struct Limits {
     /// exceeded. The reference waits as long as the callback may run, so under the default
     /// the request deadline normally ends the wait first (`host callback timed out`).
     pub callback_slot_wait: Duration,
+    /// How long a client may take to send a request's headers; then the connection closes.
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request's body once its headers arrived.
+    pub body_read_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -25,6 +29,8 @@ impl Default for Limits {
             callback_slots: 8,
             callback_timeout: Duration::from_secs(20),
             callback_slot_wait: Duration::from_secs(20),
+            header_read_timeout: Duration::from_secs(5),
+            body_read_timeout: Duration::from_secs(30),
         }
     }
 }

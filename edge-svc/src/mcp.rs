@@ -133,7 +133,7 @@ pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Respon
             return wire::mcp_transport_error(StatusCode::FORBIDDEN, null, INVALID_REQUEST, ORIGIN_REFUSED);
         }
     }
-    let Ok(bytes) = read_capped(body, MCP_LIMIT).await else {
+    let Ok(bytes) = read_capped(body, MCP_LIMIT, state.limits.body_read_timeout).await else {
         return wire::mcp_host_envelope(INVALID_BODY, null);
     };
     let post_id = top_level_id(&bytes);

@@ -62,8 +62,6 @@ pub enum ServeError {
     Core(#[from] CoreUrlError),
     #[error("cannot listen on {address}: {source}")]
     Bind { address: std::net::SocketAddr, source: std::io::Error },
-    #[error("the HTTP server failed: {0}")]
-    Serve(std::io::Error),
 }
 
 /// The whole edge as an axum router.
@@ -147,7 +145,7 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
         Route::LogEntry => rest::log_entry(core, headers, param).await,
         Route::LogPage => rest::log_page(core, headers, query).await,
         Route::Registry => rest::registry(core, headers, param).await,
-        Route::Commit => rest::commit(core, headers, body).await,
+        Route::Commit => rest::commit(core, headers, body, state.limits.body_read_timeout).await,
         Route::Receipt => rest::receipt(core, headers, param).await,
         Route::AgentCard => card::handle(core, headers).await,
         Route::A2aCard => card::handle_a2a(core, headers).await,
@@ -160,6 +158,51 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
         ),
     };
     (matched.pattern, response)
+}
+
+/// Accepts connections until SIGINT or SIGTERM, each served by hyper (HTTP/1.1, or HTTP/2
+/// with prior knowledge) with a bound on how long a client may take to send its headers, so
+/// clients that trickle bytes cannot hold connections open; then lets open connections finish
+/// for up to [`SHUTDOWN_DRAIN`].
+async fn serve_connections(listener: TcpListener, app: Router, limits: &Limits) {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto;
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+    let connections = GracefulShutdown::new();
+    let mut stopping = std::pin::pin!(shutdown_signal());
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    // Out of descriptors, say: the connections already open still need serving.
+                    tracing::warn!(%error, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut stopping => break,
+        };
+        // Without TCP_NODELAY small replies can wait out a delayed ACK (~40 ms).
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+        let connection = connections.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    tracing::info!("stopping: draining open connections");
+    if tokio::time::timeout(SHUTDOWN_DRAIN, connections.shutdown()).await.is_err() {
+        tracing::warn!("drain deadline reached; closing remaining connections");
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -197,28 +240,8 @@ pub async fn serve(args: EdgeArgs) -> Result<(), ServeError> {
     }
     tracing::info!(%address, cores = ?args.core, "world-edge serving");
 
-    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-    // Without TCP_NODELAY small replies can wait out a delayed ACK (~40 ms).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
-        let _ = stream.set_nodelay(true);
-    });
-    let server = axum::serve(listener, app(state)).with_graceful_shutdown(async move {
-        shutdown_signal().await;
-        tracing::info!("stopping: draining open connections");
-        let _ = stopping_tx.send(());
-    });
-    tokio::select! {
-        result = server.into_future() => result.map_err(ServeError::Serve)?,
-        _ = async {
-            // Err means the server future ended without a signal; the other branch has then
-            // already completed, so this never races it.
-            if stopping_rx.await.is_ok() {
-                tokio::time::sleep(SHUTDOWN_DRAIN).await;
-            } else {
-                std::future::pending::<()>().await;
-            }
-        } => tracing::warn!("drain deadline reached; closing remaining connections"),
-    }
+    let limits = state.limits;
+    serve_connections(listener, app(state), &limits).await;
     tracing::info!("world-edge stopped");
     Ok(())
 }

@@ -88,7 +88,7 @@ async fn an_edge_keeps_serving_while_one_of_two_cores_dies_and_returns() {
     let b_logs = a.dir.path().join("b");
     std::fs::create_dir_all(&b_logs).expect("logs");
     let (_b, b_addr) = world_tests::start_core(&store, &b_logs, &serve);
-    let (_edge, edge) = world_tests::start_edge(&[&a.core_addr, &b_addr], a.dir.path(), &[]);
+    let (edge_process, edge) = world_tests::start_edge(&[&a.core_addr, &b_addr], a.dir.path(), &[]);
     let token = a.mint("ep1", &["world.apply=world:100000"], 3600);
 
     all_succeed(&edge, &token, 20, "both cores up").await;
@@ -130,7 +130,11 @@ async fn an_edge_keeps_serving_while_one_of_two_cores_dies_and_returns() {
     let started = Instant::now();
     let mut n = 0;
     while invocations(&a_metrics).await == 0.0 {
-        assert!(started.elapsed() < Duration::from_secs(20), "the returned core never served a call");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the returned core never served a call; the edge's log:\n{}",
+            edge_process.stderr()
+        );
         assert_eq!(call_echo(&edge, &token, n).await, Answer::Result, "core A back: call {n}");
         n += 1;
     }

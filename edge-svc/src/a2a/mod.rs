@@ -226,7 +226,7 @@ async fn answer(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: B
         Err(_) => return (None, wire::a2a_failure(&Failure::of(FailureCode::Timeout), null)),
     };
     let invalid_request = |id: &RawValue| wire::a2a_error(A2A_INVALID_REQUEST.0, A2A_INVALID_REQUEST.1, id);
-    let Ok(bytes) = read_prefix(body, A2A_LIMIT).await else {
+    let Ok(bytes) = read_prefix(body, A2A_LIMIT, limits.body_read_timeout).await else {
         return (None, invalid_request(null));
     };
     let envelope = match parse_envelope(&bytes) {

@@ -1,6 +1,8 @@
 //! `POST /v1/commit` (reference-edge §3.10): session, body cap, strict decode, refs in the
 //! reference's field order, the `rest:<id>` rule, then the core's compare-and-append.
 
+use std::time::Duration;
+
 use axum::body::Body;
 use axum::response::Response;
 use base64::Engine;
@@ -218,7 +220,7 @@ struct SelectedHead {
     selected_head: String,
 }
 
-pub async fn commit(core: &CoreClient, headers: &HeaderMap, body: Body) -> Response {
+pub async fn commit(core: &CoreClient, headers: &HeaderMap, body: Body, body_read_timeout: Duration) -> Response {
     let credential = try_response!(credential(headers).map_err(wire::rest_denial));
     // The reference resolves the session before touching the body; the core decides unknown
     // and expired, so ask it with the cheapest gated read before reading up to 8 MiB.
@@ -227,7 +229,7 @@ pub async fn commit(core: &CoreClient, headers: &HeaderMap, body: Body) -> Respo
     {
         return wire::rest_failure(&failure);
     }
-    let bytes = match read_capped(body, COMMIT_LIMIT).await {
+    let bytes = match read_capped(body, COMMIT_LIMIT, body_read_timeout).await {
         Ok(bytes) => bytes,
         Err(BodyError::TooLarge { .. }) => {
             return wire::rest_failure(&Failure::of(FailureCode::PayloadTooLarge));

@@ -12,10 +12,23 @@ pub const TOKEN_HEX_LEN: usize = 64;
 ///
 /// The text is not normalised: an upper-cased copy of a minted (lowercase) token hashes to a
 /// different credential id and so resolves as unknown, as in the reference.
-#[derive(Clone, PartialEq, Eq)]
+///
+/// Nothing compares a presented token with a stored secret: sessions are found by the token's
+/// sha256 (the credential id), so how long a lookup takes tells nothing about any token. Where
+/// two tokens are compared, [`PartialEq`] takes the same time whatever bytes differ.
+#[derive(Clone)]
 pub struct Credential {
     token: String,
 }
+
+impl PartialEq for Credential {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (self.token.as_bytes(), other.token.as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |differ, (x, y)| differ | (x ^ y)) == 0
+    }
+}
+
+impl Eq for Credential {}
 
 impl Credential {
     /// Checks a bare token (64 hex digits of either case) without the `Bearer` prefix.
@@ -193,6 +206,19 @@ mod tests {
                 Ok(token) => assert_eq!(got.unwrap().token(), token, "header {header:?}"),
                 Err(denial) => assert_eq!(got.unwrap_err(), denial, "header {header:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn credentials_compare_equal_only_when_every_byte_matches() {
+        let token = "ab".repeat(32);
+        let same = Credential::from_token(&token).unwrap();
+        assert_eq!(same, Credential::from_token(&token).unwrap());
+        for position in [0, 31, 63] {
+            let mut other = token.clone().into_bytes();
+            other[position] = b'c';
+            let other = Credential::from_token(std::str::from_utf8(&other).unwrap()).unwrap();
+            assert_ne!(same, other, "a difference at byte {position}");
         }
     }
 

@@ -1,0 +1,354 @@
+//! Faults under mixed load: sixteen clients make pure calls (A2A and MCP), effectful calls
+//! and A2A resends through an edge while the core is SIGKILLed three times and restarted.
+//! Every answer is whole; a resent task id always answers its committed result; afterwards the
+//! store alone shows a gapless, hash-chained log, every call a client saw succeed committed and
+//! journaled, every effect recorded or `indeterminate`, and budgets debited once per effect.
+//! Then an edge is killed mid-request: its clients see a clean error, never half a reply.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use world_core::genesis::entry_hash;
+use world_core::store::{OpenMode, Receipt, Store, StoreLocation};
+use world_model::{EffectOutcome, HashRef, canonical_value};
+use world_tests::{World, bin, examples_dir, fixture, http};
+
+const CLIENTS: usize = 16;
+/// Calls per client, at most; the run is bounded in time too.
+const CALLS: usize = 300;
+const KILLS: usize = 3;
+
+/// How one answer ended.
+#[derive(Clone, Debug, PartialEq)]
+enum Answer {
+    /// The JSON-RPC result.
+    Result(Value),
+    /// A JSON-RPC error: a clean refusal (the core was down, say).
+    Refused(i64),
+    /// A transport failure or anything that is not one whole JSON-RPC answer.
+    Broken(String),
+}
+
+async fn post(url: &str, token: &str, body: &Value) -> Answer {
+    let response = http()
+        .post(url)
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(body.to_string())
+        .send()
+        .await;
+    let text = match response {
+        Ok(response) if response.status() == reqwest::StatusCode::OK => match response.text().await {
+            Ok(text) => text,
+            Err(error) => return Answer::Broken(format!("body: {error}")),
+        },
+        Ok(response) => return Answer::Broken(format!("HTTP {}", response.status())),
+        Err(error) => return Answer::Broken(format!("request: {error}")),
+    };
+    let json = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(&text);
+    match serde_json::from_str::<Value>(json) {
+        Ok(answer) if answer.get("result").is_some() => Answer::Result(answer["result"].clone()),
+        Ok(answer) if answer["error"]["code"].is_i64() => Answer::Refused(answer["error"]["code"].as_i64().unwrap()),
+        _ => Answer::Broken(text),
+    }
+}
+
+fn send(task: &str, skill: &str, data: Value) -> Value {
+    json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{
+        "id":task,"metadata":{"skill_id":skill},"message":{"role":"user","parts":[{"type":"data","data":data}]}}})
+}
+
+/// What the clients saw, for the checks against the store.
+#[derive(Default)]
+struct Seen {
+    /// A2A successes: (token, task id, skill, data) → the result first answered.
+    tasks: Mutex<HashMap<String, (String, String, Value, Value)>>,
+    /// Inputs of MCP echo calls that succeeded.
+    mcp_inputs: Mutex<Vec<Value>>,
+    /// Answers that were not whole, and resends whose answer differed from the first.
+    violations: Mutex<Vec<String>>,
+    refused: std::sync::atomic::AtomicUsize,
+}
+
+impl Seen {
+    fn violation(&self, what: String) {
+        self.violations.lock().unwrap().push(what);
+    }
+}
+
+async fn client(edge: String, token: String, client: usize, seen: Arc<Seen>, stop: Arc<AtomicBool>) {
+    let (a2a, mcp) = (format!("{edge}/a2a/"), format!("{edge}/mcp/"));
+    let mut mine: Vec<String> = Vec::new();
+    for i in 0..CALLS {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let task = format!("c{client}-{i}");
+        let (answer, first) = match i % 4 {
+            0 | 1 => {
+                let (skill, data) = if i % 4 == 0 {
+                    ("tools.echo", json!({"c": client, "i": i}))
+                } else {
+                    ("fx.read", json!({"path": "hello.txt"}))
+                };
+                let answer = post(&a2a, &token, &send(&task, skill, data.clone())).await;
+                if let Answer::Result(result) = &answer {
+                    let entry = (token.clone(), skill.to_owned(), data, result.clone());
+                    seen.tasks.lock().unwrap().insert(task.clone(), entry);
+                    mine.push(task);
+                }
+                (answer, None)
+            }
+            2 => {
+                let input = json!({"c": client, "i": i, "mcp": true});
+                let call = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"tools_decho","arguments":input}});
+                let answer = post(&mcp, &token, &call).await;
+                if let Answer::Result(result) = &answer {
+                    if result["structuredContent"]["echo"] != input {
+                        seen.violation(format!("MCP echo of {input} answered {result}"));
+                    }
+                    seen.mcp_inputs.lock().unwrap().push(input);
+                }
+                (answer, None)
+            }
+            _ => match mine.get(i % mine.len().max(1)).cloned() {
+                Some(task) => {
+                    let (_, skill, data, first) = seen.tasks.lock().unwrap()[&task].clone();
+                    (post(&a2a, &token, &send(&task, &skill, data)).await, Some((task, first)))
+                }
+                None => continue,
+            },
+        };
+        match (&answer, first) {
+            (Answer::Broken(why), _) => seen.violation(format!("client {client} call {i}: {why}")),
+            (Answer::Refused(_), _) => {
+                seen.refused.fetch_add(1, Ordering::Relaxed);
+            }
+            (Answer::Result(result), Some((task, first))) if *result != first => {
+                seen.violation(format!("resent {task} answered {result}, first {first}"))
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A store bootstrapped with the echo example and the effect fixtures, and genesis.
+fn bootstrap(dir: &Path, store: &Path) {
+    let serve = world_tests::serve_args(&bin("ailang"), None);
+    let serve: Vec<&str> = serve.iter().map(String::as_str).collect();
+    let (bootstrap, _) = world_tests::start_core(store, dir, &serve);
+    assert!(bootstrap.terminate().success());
+    world_tests::publish(store, &examples_dir().join("transitions.json"), 1);
+    world_tests::publish(store, &fixture("effects/transitions.json"), 5);
+    let genesis = std::process::Command::new(bin("world-core")).args(["genesis", "--store"]).arg(store).output();
+    assert!(genesis.expect("genesis").status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixteen_clients_through_three_core_crashes_leave_a_consistent_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("world.db");
+    let workspace = dir.path().join("workspace");
+    for client in 0..CLIENTS {
+        std::fs::create_dir_all(workspace.join(format!("c{client}"))).unwrap();
+        std::fs::write(workspace.join(format!("c{client}/hello.txt")), format!("hello, {client}\n")).unwrap();
+    }
+    bootstrap(dir.path(), &store);
+    let serve = world_tests::serve_args(&bin("ailang"), None);
+    let workspace_arg = workspace.display().to_string();
+    let serve: Vec<&str> = serve
+        .iter()
+        .map(String::as_str)
+        .chain(["--workspace-root", workspace_arg.as_str(), "--max-subprocesses", "32"])
+        .collect();
+    let (core, core_addr) = world_tests::start_core(&store, dir.path(), &serve);
+    let (edge, edge_url) = world_tests::start_edge(&[&core_addr], dir.path(), &[]);
+    let mut world = World { dir, store: store.clone(), core, core_addr, edge: Some(edge), edge_url: edge_url.clone() };
+    let grants = ["world.apply=world:1000000", "Workspace.Read=worktree:1000000"];
+    let tokens: Vec<String> = (0..CLIENTS).map(|c| world.mint(&format!("c{c}"), &grants, 3600)).collect();
+
+    let seen = Arc::new(Seen::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = tokens
+        .iter()
+        .enumerate()
+        .map(|(c, token)| {
+            tokio::spawn(client(edge_url.clone(), token.clone(), c, Arc::clone(&seen), Arc::clone(&stop)))
+        })
+        .collect();
+    let started = Instant::now();
+    for _ in 0..KILLS {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        world.restart_core(&bin("world-core"), &serve, &[]);
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.await.expect("client");
+    }
+    let violations = seen.violations.lock().unwrap().clone();
+    assert!(violations.is_empty(), "{} violations: {violations:#?}", violations.len());
+    let tasks = seen.tasks.lock().unwrap().clone();
+    assert!(tasks.len() > 50, "the load ran ({} A2A successes in {:?})", tasks.len(), started.elapsed());
+    assert!(seen.refused.load(Ordering::Relaxed) > 0, "some calls met a dead core");
+
+    // Every task id that succeeded answers its committed result, now the core is steady.
+    for (task, (token, skill, data, first)) in &tasks {
+        let again = post(&world.url("/a2a/"), token, &send(task, skill, data.clone())).await;
+        assert_eq!(again, Answer::Result(first.clone()), "resent {task}");
+    }
+    let mcp_inputs = seen.mcp_inputs.lock().unwrap().clone();
+    let World { core, edge, dir, .. } = world;
+    assert!(edge.expect("edge").terminate().success());
+    assert!(core.terminate().success());
+
+    let store = Store::open(&StoreLocation::Sqlite(store), OpenMode::MustExist).await.expect("open the store");
+    let entries = log_is_gapless_and_chained(&store).await;
+    journal_matches_the_log(&store, entries, &tasks, &mcp_inputs).await;
+    effects_are_recorded_once(&store, &dir.path().join("world.db")).await;
+    store.close().await;
+    drop(dir);
+}
+
+/// Entries 0..n, each naming its predecessor's hash and hashing to its own; returns n + 1.
+async fn log_is_gapless_and_chained(store: &Store) -> i64 {
+    let mut previous: Option<world_core::store::LogEntry> = None;
+    let mut next = 0;
+    loop {
+        let page = store.log_page(next, 500).await.expect("log page");
+        if page.is_empty() {
+            break;
+        }
+        for entry in page {
+            assert_eq!(entry.entry_index, next, "gapless");
+            assert_eq!(entry_hash(&entry), entry.entry_hash, "entry {next} hashes to its hash");
+            if let Some(previous) = &previous {
+                assert_eq!(entry.prev_entry_hash, previous.entry_hash, "entry {next} chains to its predecessor");
+            }
+            previous = Some(entry);
+            next += 1;
+        }
+    }
+    next
+}
+
+async fn journal_matches_the_log(
+    store: &Store,
+    entries: i64,
+    tasks: &HashMap<String, (String, String, Value, Value)>,
+    mcp_inputs: &[Value],
+) {
+    for (task, (_, _, _, result)) in tasks {
+        let id = result["metadata"]["invocation_id"].as_str().expect("an invocation id").to_owned();
+        assert!(id.ends_with(&format!(":{task}")), "{id} is {task}'s");
+        let index = result["metadata"]["entry_index"].as_i64().expect("an entry index");
+        assert!(index < entries, "{task}'s entry {index} is in the log");
+        let receipt = store.receipt(&id).await.expect("receipt");
+        assert!(matches!(receipt, Receipt::Resolved { .. }), "{id}: {receipt:?}");
+    }
+    for input in mcp_inputs {
+        let input_ref = HashRef::of(&canonical_value(input));
+        let entry = store.entry_of_object(&input_ref).await.expect("entry of object");
+        assert!(entry.is_some(), "the MCP call with input {input} committed");
+    }
+}
+
+/// Every effect intent has gapless ordinals in its episode, at most one per call, and either
+/// an outcome naming a stored record or no outcome (indeterminate); each episode's spend is
+/// one per intent.
+async fn effects_are_recorded_once(store: &Store, path: &Path) {
+    use sqlx::Row;
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.expect("open");
+    let rows = sqlx::query("SELECT episode, ordinal, call_id FROM effect_intents ORDER BY episode, ordinal")
+        .fetch_all(&pool)
+        .await
+        .expect("intents");
+    let mut per_episode: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    let mut per_call: HashMap<String, usize> = HashMap::new();
+    let (mut resolved, mut indeterminate) = (0, 0);
+    for row in &rows {
+        let (episode, ordinal, call): (String, i64, String) = (row.get(0), row.get(1), row.get(2));
+        per_episode.entry(episode.clone()).or_default().push(ordinal);
+        *per_call.entry(call.clone()).or_default() += 1;
+        let id = format!("effect:{episode}:{ordinal}");
+        let outcome = sqlx::query("SELECT object_ref FROM journal WHERE invocation_id = $1 AND kind = 'outcome'")
+            .bind(&id)
+            .fetch_optional(&pool)
+            .await
+            .expect("journal");
+        match outcome {
+            Some(row) => {
+                let reference = HashRef::parse(&row.get::<String, _>(0)).expect("a ref");
+                let object = store.get_object(&reference, true).await.expect("read").expect("the outcome object");
+                let outcome = EffectOutcome::decode(object.payload.as_deref().unwrap()).expect("an outcome");
+                assert!(store.get_object(&outcome.record_ref, false).await.expect("read").is_some(), "{id}'s record");
+                resolved += 1;
+            }
+            None => {
+                assert_eq!(store.effect_receipt(&id).await.expect("receipt"), "indeterminate");
+                indeterminate += 1;
+            }
+        }
+    }
+    assert!(resolved > 10, "effects ran ({resolved} resolved, {indeterminate} indeterminate)");
+    for (episode, ordinals) in &per_episode {
+        assert_eq!(*ordinals, (0..ordinals.len() as i64).collect::<Vec<_>>(), "{episode}: gapless ordinals");
+        let spend = store.effect_spend(episode).await.expect("spend");
+        assert_eq!(spend[0].2, ordinals.len() as i64, "{episode}: debited once per intent");
+    }
+    let twice: Vec<_> = per_call.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "calls whose effect ran more than once: {twice:?}");
+    pool.close().await;
+}
+
+/// Clients of an edge killed mid-request see a transport error or a whole answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_killed_mid_request_leaves_no_half_answers() {
+    let world = World::echo_core();
+    let token = world.mint("ep1", &["world.apply=world:1000000"], 3600);
+    let (mut edge, edge_url) = world_tests::start_edge(&[&world.core_addr], world.dir.path(), &[]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            let (edge_url, token, stop) = (edge_url.clone(), token.clone(), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let mut answers = Vec::new();
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) && i < 2_000 {
+                    let input = json!({"c": c, "i": i});
+                    let call = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"tools_decho","arguments":input}});
+                    answers.push((input, post(&format!("{edge_url}/mcp/"), &token, &call).await));
+                    i += 1;
+                }
+                answers
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    edge.kill();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    let (mut whole, mut cut) = (0, 0);
+    for client in clients {
+        for (input, answer) in client.await.expect("client") {
+            match answer {
+                Answer::Result(result) => {
+                    assert_eq!(result["structuredContent"]["echo"], input, "a whole answer is the right one");
+                    whole += 1;
+                }
+                Answer::Broken(why) => {
+                    // Nothing half-parsed: the client saw the connection fail, not a partial event.
+                    assert!(why.starts_with("request:") || why.starts_with("body:"), "a cut answer: {why}");
+                    cut += 1;
+                }
+                Answer::Refused(code) => panic!("the edge refused {input} with {code} before it died"),
+            }
+        }
+    }
+    assert!(whole > 10 && cut > 0, "{whole} whole answers, {cut} cut by the kill");
+}
