@@ -233,7 +233,10 @@ async fn serve(
         Err(denial) => return wire::card_failure(&Failure::from(denial)),
     };
     match core.admit(&credential).await {
-        Ok(admitted) => wire::bytes(StatusCode::OK, wire::APPLICATION_JSON, render(admitted.surface, &host(headers))),
+        Ok(admitted) => {
+            let body = render(admitted.surface.descriptors.clone(), &host(headers));
+            wire::bytes(StatusCode::OK, wire::APPLICATION_JSON, body)
+        }
         Err(failure) => wire::card_failure(&failure),
     }
 }

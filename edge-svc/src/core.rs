@@ -26,6 +26,7 @@ use world_proto::v1::invocation_client::InvocationClient;
 use world_proto::v1::store_client::StoreClient;
 
 use crate::session::Forwarded;
+use crate::surface::{Admitted, Surfaces};
 
 /// Per-call deadlines. Each is the core's own budget plus a margin for the hop, so the core's
 /// typed timeout normally wins and the edge's fires only when the core is hung or gone.
@@ -62,6 +63,7 @@ pub enum CoreUrlError {
 #[derive(Clone)]
 pub struct CoreClient {
     cores: Arc<[Core]>,
+    surfaces: Arc<Surfaces>,
     next: Arc<AtomicUsize>,
     /// The zero of each core's `passed_over_until`.
     started: Instant,
@@ -132,7 +134,12 @@ impl CoreClient {
         if cores.is_empty() {
             return Err(CoreUrlError::None);
         }
-        Ok(CoreClient { cores: cores.into(), next: Arc::new(AtomicUsize::new(0)), started: Instant::now() })
+        Ok(CoreClient {
+            cores: cores.into(),
+            surfaces: Arc::default(),
+            next: Arc::new(AtomicUsize::new(0)),
+            started: Instant::now(),
+        })
     }
 
     pub fn replicas(&self) -> usize {
@@ -242,20 +249,24 @@ impl CoreClient {
         .await
     }
 
-    pub async fn admit(&self, credential: &Forwarded) -> Result<pb::Admitted, Failure> {
+    /// Admits `credential`: its session, fresh from the core, and its surface (the one this
+    /// edge already holds when the core says it is unchanged).
+    pub async fn admit(&self, credential: &Forwarded) -> Result<Admitted, Failure> {
         use pb::admit_reply::Outcome;
+        let known = self.surfaces.known(credential.as_str());
+        let message = pb::AdmitRequest { known_surface: known.as_ref().map(|s| s.digest.clone()).unwrap_or_default() };
         let reply = self
             .unary(
                 "admit",
                 Some(credential),
                 deadline::ADMIT,
                 LostReply::Retryable,
-                pb::AdmitRequest {},
+                message,
                 |channel, request| async move { AdmissionClient::new(channel).admit(request).await },
             )
             .await?;
         match reply.outcome {
-            Some(Outcome::Admitted(admitted)) => Ok(admitted),
+            Some(Outcome::Admitted(admitted)) => Ok(self.surfaces.admitted(credential.as_str(), known, admitted)),
             Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
             None => Err(empty_reply("admit")),
         }

@@ -22,6 +22,7 @@ pub mod rest;
 pub mod router;
 pub mod server;
 pub mod session;
+pub mod surface;
 pub mod wire;
 
 pub use cli::{EdgeArgs, LogFormat};

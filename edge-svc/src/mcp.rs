@@ -31,6 +31,7 @@ use crate::core::CoreClient;
 use crate::json::{self, compact_raw, go_fields, go_members, go_string};
 use crate::server::AppState;
 use crate::session::{self, Forwarded};
+use crate::surface::Tools;
 use crate::wire;
 
 /// The whole-POST message for a body over the cap or unreadable (reference-edge §6.3 step 1).
@@ -119,11 +120,11 @@ pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Respon
         Ok(admitted) => admitted,
         Err(error) => return wire::mcp_callback_failure(&error, null),
     };
-    let tools = match tool_surface(&admitted.surface) {
+    let tools = match admitted.surface.tools() {
         Ok(tools) => tools,
         Err(error) => {
             // The reference's operator line; the caller sees only "host callback failed".
-            tracing::error!("mcp refusal: tools/list -: {:?}", error.to_string());
+            tracing::error!("mcp refusal: tools/list -: {error:?}");
             return wire::mcp_failure(&Failure::of(FailureCode::Unavailable), null);
         }
     };
@@ -353,7 +354,8 @@ struct Post<'a> {
     core: &'a CoreClient,
     callbacks: &'a Callbacks,
     credential: Forwarded,
-    tools: Vec<Tool>,
+    /// The admitted surface's tools.
+    tools: &'a Tools,
     deadline: Instant,
 }
 
@@ -397,7 +399,7 @@ struct ServerInfo {
 
 #[derive(Serialize)]
 struct ToolList<'a> {
-    tools: &'a [Tool],
+    tools: &'a RawValue,
 }
 
 #[derive(Serialize)]
@@ -522,7 +524,7 @@ impl Post<'_> {
                 },
             )),
             "ping" => Ok(reply(id, &Empty {})),
-            "tools/list" => Ok(reply(id, &ToolList { tools: &self.tools })),
+            "tools/list" => Ok(reply(id, &ToolList { tools: &self.tools.json })),
             "tools/call" => self.call(id, params).await,
             _ => Ok(wire::mcp_error_object(id, METHOD_NOT_FOUND, &format!("method not found: {}", go_quote(method)))),
         }
@@ -542,7 +544,7 @@ impl Post<'_> {
             Err(error) => return Ok(invalid(error.to_string())),
         };
         tracing::Span::current().record(world_telemetry::attr::TOOL_NAME, name.as_str());
-        if !self.tools.iter().any(|tool| tool.name == name) {
+        if !self.tools.list.iter().any(|tool| tool.name == name) {
             // Unknown and ungranted names are one answer: the surface holds only granted tools.
             return Ok(wire::mcp_error_object(id, INVALID_PARAMS, &format!("unknown tool {}", go_quote(&name))));
         }
@@ -753,12 +755,15 @@ mod tests {
 
     #[test]
     fn the_tool_surface_is_escaped_normalised_and_sorted() {
-        let tools = tool_surface(&[
-            descriptor("tools.echo", r#"{"type":"object"}"#, r#"{"type":"object"}"#, "Echo"),
-            descriptor("a_b/c", r#"{"required":["x"],"properties":{"x":{"type":"string"}}}"#, "", ""),
-        ])
-        .unwrap();
-        let listed = String::from_utf8(json::marshal(&ToolList { tools: &tools })).unwrap();
+        let surface = crate::surface::Surface::new(
+            "d".into(),
+            vec![
+                descriptor("tools.echo", r#"{"type":"object"}"#, r#"{"type":"object"}"#, "Echo"),
+                descriptor("a_b/c", r#"{"required":["x"],"properties":{"x":{"type":"string"}}}"#, "", ""),
+            ],
+        );
+        let tools = &surface.tools().as_ref().unwrap().json;
+        let listed = String::from_utf8(json::marshal(&ToolList { tools })).unwrap();
         assert_eq!(
             listed,
             r#"{"tools":[{"name":"a_ub_sc","inputSchema":{"properties":{"x":{"type":"string"}},"required":["x"],"type":"object"}},{"name":"tools_decho","description":"Echo","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}"#

@@ -60,6 +60,8 @@ impl Admission for FakeCore {
                     ..Default::default()
                 }],
                 registry_head: HEAD.into(),
+                // An edge that is sent no digest keeps nothing: every request carries its surface.
+                surface_digest: String::new(),
             }),
         };
         Ok(Response::new(pb::AdmitReply { outcome: Some(outcome) }))

@@ -32,6 +32,7 @@ use crate::json::{self, DecodeError, compact_raw, go_fields, go_members, go_stri
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::session::{self, Forwarded};
+use crate::surface::Admitted;
 use crate::wire;
 use message::Dialect;
 
@@ -253,7 +254,7 @@ async fn answer(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: B
 struct Request<'a> {
     core: &'a CoreClient,
     credential: &'a Forwarded,
-    admitted: &'a pb::Admitted,
+    admitted: &'a Admitted,
     envelope: &'a Envelope,
     deadline: Instant,
 }
@@ -345,7 +346,7 @@ async fn invoke(
     let span = tracing::Span::current();
     span.record("a2a.skill", skill.as_str());
     span.record("a2a.task.id", task_id);
-    if !request.admitted.surface.iter().any(|descriptor| descriptor.id == skill) {
+    if !request.admitted.surface.descriptors.iter().any(|descriptor| descriptor.id == skill) {
         return Err(Failure::of(FailureCode::NotAuthorized));
     }
     let Some((data, pin)) = call else {
