@@ -1,4 +1,4 @@
-//! The `ailang` binary: the CLI on a thread with a large stack, so that deep (but legal)
+//! The `ailang` binary: the CLI on a large stack, so that deep (but legal)
 //! recursion reaches the evaluator's own limit instead of the native stack's end.
 
 use std::io::Write;
@@ -19,7 +19,7 @@ fn main() {
         code
     });
     let code = outcome.unwrap_or_else(|e| {
-        let _ = writeln!(std::io::stderr(), "Error: cannot start the interpreter thread: {e}");
+        let _ = writeln!(std::io::stderr(), "Error: cannot set up the interpreter stack: {e}");
         1
     });
     std::process::exit(code);
