@@ -35,14 +35,54 @@ pub struct Token {
     pub newline_before: bool,
 }
 
-/// Operators and punctuation, longest first so that maximal munch is a linear scan.
+/// Operators and punctuation, longest first: what `longest_symbol` implements, as a list
+/// for the test that pins it.
+#[cfg(test)]
 const SYMBOLS: &[&str] = &[
     "...", "..", "->", "=>", "==", "!=", "<=", ">=", "<<", ">>", "++", "::", "&&", "||", "**", "(", ")", "[", "]", "{",
     "}", ",", ";", ":", ".", "=", "<", ">", "+", "-", "*", "/", "%", "!", "~", "&", "^", "|", "\\", "@", "#",
 ];
 
+/// The longest of SYMBOLS that `c0 c1 c2` starts with; a jump on the first character in
+/// place of a scan of the whole list for every operator.
+fn longest_symbol(c0: char, c1: Option<char>, c2: Option<char>) -> Option<&'static str> {
+    let candidates: &[&'static str] = match c0 {
+        '.' => &["...", "..", "."],
+        '-' => &["->", "-"],
+        '=' => &["=>", "==", "="],
+        '!' => &["!=", "!"],
+        '<' => &["<=", "<<", "<"],
+        '>' => &[">=", ">>", ">"],
+        '+' => &["++", "+"],
+        ':' => &["::", ":"],
+        '&' => &["&&", "&"],
+        '|' => &["||", "|"],
+        '*' => &["**", "*"],
+        '(' => &["("],
+        ')' => &[")"],
+        '[' => &["["],
+        ']' => &["]"],
+        '{' => &["{"],
+        '}' => &["}"],
+        ',' => &[","],
+        ';' => &[";"],
+        '/' => &["/"],
+        '%' => &["%"],
+        '~' => &["~"],
+        '^' => &["^"],
+        '\\' => &["\\"],
+        '@' => &["@"],
+        '#' => &["#"],
+        _ => return None,
+    };
+    candidates.iter().copied().find(|s| {
+        let mut rest = s.chars().skip(1);
+        rest.next().is_none_or(|b| c1 == Some(b)) && rest.next().is_none_or(|c| c2 == Some(c))
+    })
+}
+
 pub fn lex(source: &str) -> Result<Vec<Token>, Diagnostic> {
-    let mut lexer = Lexer { chars: source.chars().collect(), at: 0, line: 1, col: 1, depth: 0 };
+    let mut lexer = Lexer { chars: source.chars().collect(), at: 0, line: 1, col: 1, depth: 0, scratch: String::new() };
     lexer.tokens_until(false)
 }
 
@@ -52,6 +92,8 @@ struct Lexer {
     line: u32,
     col: u32,
     depth: usize,
+    /// Reused for each identifier's text before it becomes an `Rc<str>`.
+    scratch: String,
 }
 
 fn illegal(message: impl Into<String>, pos: Pos) -> Diagnostic {
@@ -65,6 +107,11 @@ impl Lexer {
 
     fn peek_at(&self, ahead: usize) -> Option<char> {
         self.chars.get(self.at + ahead).copied()
+    }
+
+    /// The longest symbol at the cursor.
+    fn symbol(&self) -> Option<&'static str> {
+        longest_symbol(self.peek()?, self.peek_at(1), self.peek_at(2))
     }
 
     fn pos(&self) -> Pos {
@@ -108,7 +155,8 @@ impl Lexer {
 
     /// Lex to end of input, or (inside `${…}`) to the `}` that closes the interpolation.
     fn tokens_until(&mut self, in_interpolation: bool) -> Result<Vec<Token>, Diagnostic> {
-        let mut tokens = Vec::new();
+        // About one token per four characters in ordinary code.
+        let mut tokens = if in_interpolation { Vec::new() } else { Vec::with_capacity(self.chars.len() / 4 + 1) };
         let mut brace_depth = 0usize;
         loop {
             let newline_before = self.skip_trivia();
@@ -128,16 +176,14 @@ impl Lexer {
             let tok = if c.is_ascii_digit() {
                 self.number(pos)?
             } else if c == '_' || c.is_alphabetic() {
-                let mut name = String::new();
-                while let Some(c) = self.peek() {
-                    if c == '_' || c.is_alphanumeric() {
-                        name.push(c);
-                        self.bump();
-                    } else {
-                        break;
-                    }
+                let start = self.at;
+                while self.peek().is_some_and(|c| c == '_' || c.is_alphanumeric()) {
+                    self.at += 1;
                 }
-                Tok::Ident(name.into())
+                self.col += (self.at - start) as u32;
+                self.scratch.clear();
+                self.scratch.extend(&self.chars[start..self.at]);
+                Tok::Ident(Rc::from(self.scratch.as_str()))
             } else if c == '"' {
                 self.bump();
                 Tok::Str(self.string_body('"', pos)?)
@@ -145,14 +191,10 @@ impl Lexer {
                 self.bump();
                 Tok::Str(self.string_body('\'', pos)?)
             } else {
-                let sym = SYMBOLS
-                    .iter()
-                    .find(|s| s.chars().enumerate().all(|(i, sc)| self.peek_at(i) == Some(sc)))
-                    .copied()
-                    .ok_or_else(|| illegal(format!("unexpected character {c:?}"), pos))?;
-                for _ in 0..sym.chars().count() {
-                    self.bump();
-                }
+                let sym = self.symbol().ok_or_else(|| illegal(format!("unexpected character {c:?}"), pos))?;
+                // Symbols are ASCII and never contain a line break.
+                self.at += sym.len();
+                self.col += sym.len() as u32;
                 match sym {
                     "{" => brace_depth += 1,
                     "}" => brace_depth = brace_depth.saturating_sub(1),
@@ -358,6 +400,23 @@ mod tests {
         let Tok::Str(parts) = &toks[0] else { panic!("not a string") };
         assert_eq!(parts.len(), 3);
         assert_eq!(parts[2], StrPart::Lit("b$c".into()));
+    }
+
+    #[test]
+    fn the_symbol_jump_table_agrees_with_the_longest_first_list() {
+        let alphabet: Vec<Option<char>> = (0x20u8..0x7f).map(|b| Some(b as char)).chain([None]).collect();
+        for c0 in (0x20u8..0x7f).map(char::from) {
+            for &c1 in &alphabet {
+                for c2 in [None, Some('.'), Some('x'), Some('=')] {
+                    if c1.is_none() && c2.is_some() {
+                        continue;
+                    }
+                    let text: String = [Some(c0), c1, c2].into_iter().flatten().collect();
+                    let expected = SYMBOLS.iter().copied().find(|s| text.starts_with(*s));
+                    assert_eq!(longest_symbol(c0, c1, c2), expected, "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]

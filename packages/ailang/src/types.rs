@@ -422,7 +422,8 @@ impl Subst {
         if scheme.vars.is_empty() {
             return scheme.ty.clone();
         }
-        let map: HashMap<TvId, TvId> = scheme
+        // Schemes quantify a handful of variables: a list beats hashing.
+        let map: Vec<(TvId, TvId)> = scheme
             .vars
             .iter()
             .map(|v| {
@@ -433,9 +434,10 @@ impl Subst {
         self.copy(&scheme.ty, &map)
     }
 
-    fn copy(&self, ty: &Ty, map: &HashMap<TvId, TvId>) -> Ty {
+    fn copy(&self, ty: &Ty, map: &[(TvId, TvId)]) -> Ty {
+        let renamed = |v: TvId| map.iter().find(|(from, _)| *from == v).map_or(v, |(_, to)| *to);
         match self.shallow_ref(ty) {
-            Ty::Var(v) => Ty::Var(*map.get(v).unwrap_or(v)),
+            Ty::Var(v) => Ty::Var(renamed(*v)),
             Ty::Con(n, args) => Ty::con_args(n.clone(), args.iter().map(|a| self.copy(a, map)).collect()),
             Ty::Tuple(items) => Ty::tuple(items.iter().map(|a| self.copy(a, map)).collect()),
             Ty::Func(ps, r, e) => {
@@ -447,7 +449,7 @@ impl Subst {
                 let tail = self.row_walk(row, &mut |k, t| {
                     labels.entry(k.clone()).or_insert_with(|| self.copy(t, map));
                 });
-                Ty::row(labels, tail.map(|t| *map.get(&t).unwrap_or(&t)))
+                Ty::row(labels, tail.map(renamed))
             }
         }
     }
