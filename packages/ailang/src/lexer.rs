@@ -5,6 +5,7 @@
 //! before them, because blocks accept a newline where a `;` would go.
 
 use crate::diag::{Diagnostic, Pos};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 /// How deeply string interpolations may nest inside one another.
@@ -82,36 +83,41 @@ fn longest_symbol(c0: char, c1: Option<char>, c2: Option<char>) -> Option<&'stat
 }
 
 pub fn lex(source: &str) -> Result<Vec<Token>, Diagnostic> {
-    let mut lexer = Lexer { chars: source.chars().collect(), at: 0, line: 1, col: 1, depth: 0, scratch: String::new() };
+    let mut lexer = Lexer { src: source, at: 0, line: 1, col: 1, depth: 0, names: HashMap::default() };
     lexer.tokens_until(false)
 }
 
-struct Lexer {
-    chars: Vec<char>,
+struct Lexer<'s> {
+    src: &'s str,
+    /// Byte offset into `src`, always on a character boundary.
     at: usize,
     line: u32,
+    /// Counted in characters, as diagnostics report it.
     col: u32,
     depth: usize,
-    /// Reused for each identifier's text before it becomes an `Rc<str>`.
-    scratch: String,
+    /// One shared `Rc<str>` per distinct identifier: a module repeats a few names many times.
+    names: HashMap<&'s str, Rc<str>, foldhash::fast::FixedState>,
 }
 
 fn illegal(message: impl Into<String>, pos: Pos) -> Diagnostic {
     Diagnostic::at("PAR_ILLEGAL_TOKEN", message, pos)
 }
 
-impl Lexer {
+impl<'s> Lexer<'s> {
     fn peek(&self) -> Option<char> {
-        self.chars.get(self.at).copied()
+        let byte = *self.src.as_bytes().get(self.at)?;
+        if byte.is_ascii() { Some(byte as char) } else { self.src[self.at..].chars().next() }
     }
 
     fn peek_at(&self, ahead: usize) -> Option<char> {
-        self.chars.get(self.at + ahead).copied()
+        self.src[self.at..].chars().nth(ahead)
     }
 
     /// The longest symbol at the cursor.
     fn symbol(&self) -> Option<&'static str> {
-        longest_symbol(self.peek()?, self.peek_at(1), self.peek_at(2))
+        // Symbols are ASCII: a byte that is not cannot extend one.
+        let byte = |i: usize| self.src.as_bytes().get(self.at + i).filter(|b| b.is_ascii()).map(|b| *b as char);
+        longest_symbol(byte(0)?, byte(1), byte(2))
     }
 
     fn pos(&self) -> Pos {
@@ -120,7 +126,7 @@ impl Lexer {
 
     fn bump(&mut self) -> Option<char> {
         let c = self.peek()?;
-        self.at += 1;
+        self.at += c.len_utf8();
         if c == '\n' {
             self.line += 1;
             self.col = 1;
@@ -134,12 +140,15 @@ impl Lexer {
     fn skip_trivia(&mut self) -> bool {
         let mut newline = false;
         while let Some(c) = self.peek() {
-            if c == '\n' {
+            if c == ' ' {
+                self.at += 1;
+                self.col += 1;
+            } else if c == '\n' {
                 newline = true;
                 self.bump();
             } else if c.is_whitespace() {
                 self.bump();
-            } else if c == '-' && self.peek_at(1) == Some('-') {
+            } else if c == '-' && self.src.as_bytes().get(self.at + 1) == Some(&b'-') {
                 while let Some(c) = self.peek() {
                     if c == '\n' {
                         break;
@@ -155,8 +164,9 @@ impl Lexer {
 
     /// Lex to end of input, or (inside `${…}`) to the `}` that closes the interpolation.
     fn tokens_until(&mut self, in_interpolation: bool) -> Result<Vec<Token>, Diagnostic> {
-        // About one token per four characters in ordinary code.
-        let mut tokens = if in_interpolation { Vec::new() } else { Vec::with_capacity(self.chars.len() / 4 + 1) };
+        // About one token per three bytes in ordinary code; growing a vector this size
+        // would copy it into fresh pages.
+        let mut tokens = if in_interpolation { Vec::new() } else { Vec::with_capacity(self.src.len() / 2 + 1) };
         let mut brace_depth = 0usize;
         loop {
             let newline_before = self.skip_trivia();
@@ -177,13 +187,24 @@ impl Lexer {
                 self.number(pos)?
             } else if c == '_' || c.is_alphabetic() {
                 let start = self.at;
-                while self.peek().is_some_and(|c| c == '_' || c.is_alphanumeric()) {
-                    self.at += 1;
+                loop {
+                    match self.src.as_bytes().get(self.at) {
+                        Some(b) if b.is_ascii_alphanumeric() || *b == b'_' => {
+                            self.at += 1;
+                            self.col += 1;
+                        }
+                        Some(b) if !b.is_ascii() => match self.peek().filter(|c| c.is_alphanumeric()) {
+                            Some(c) => {
+                                self.at += c.len_utf8();
+                                self.col += 1;
+                            }
+                            None => break,
+                        },
+                        _ => break,
+                    }
                 }
-                self.col += (self.at - start) as u32;
-                self.scratch.clear();
-                self.scratch.extend(&self.chars[start..self.at]);
-                Tok::Ident(Rc::from(self.scratch.as_str()))
+                let text = &self.src[start..self.at];
+                Tok::Ident(self.names.entry(text).or_insert_with(|| Rc::from(text)).clone())
             } else if c == '"' {
                 self.bump();
                 Tok::Str(self.string_body('"', pos)?)
@@ -417,6 +438,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn non_ascii_identifiers_and_blanks_count_columns_in_characters() {
+        let toks = lex("é1\u{a0}x -- ü\nΔ+y").unwrap();
+        let seen: Vec<(Tok, Pos)> = toks.into_iter().map(|t| (t.tok, t.pos)).collect();
+        assert_eq!(
+            seen,
+            vec![
+                (Tok::Ident("é1".into()), Pos::new(1, 1)),
+                (Tok::Ident("x".into()), Pos::new(1, 4)),
+                (Tok::Ident("Δ".into()), Pos::new(2, 1)),
+                (Tok::Sym("+"), Pos::new(2, 2)),
+                (Tok::Ident("y".into()), Pos::new(2, 3)),
+                (Tok::Eof, Pos::new(2, 4)),
+            ]
+        );
+        assert_eq!(lex("a → b").unwrap_err().pos, Some(Pos::new(1, 3)));
     }
 
     #[test]
