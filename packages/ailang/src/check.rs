@@ -880,11 +880,12 @@ impl<'p> Checker<'p> {
             }
         }
         let ft = self.infer(callee);
-        let shown = name.as_deref().map(|n| format!("'{n}'")).unwrap_or_else(|| "the function".into());
+        // Only messages need the callee's description: built on demand.
+        let shown = || name.as_deref().map(|n| format!("'{n}'")).unwrap_or_else(|| "the function".into());
         let (params, ret, effects) = match self.s.shallow(&ft) {
             Ty::Func(ps, r, e) => {
                 if ps.len() != args.len() {
-                    let message = format!("{shown} expects {} argument(s), got {}", ps.len(), args.len());
+                    let message = format!("{} expects {} argument(s), got {}", shown(), ps.len(), args.len());
                     self.error(Diagnostic::at("TC001", message, callee.pos));
                     for a in args {
                         self.infer(a);
@@ -897,7 +898,7 @@ impl<'p> Checker<'p> {
                 let ps: Vec<Ty> = args.iter().map(|_| self.s.fresh()).collect();
                 let (r, e) = (self.s.fresh(), self.s.open_row());
                 let f = Ty::func(ps.clone(), r.clone(), e.clone());
-                if !self.expect(&f, &ft, callee.pos, &format!("{shown} is called")) {
+                if !self.expect_with(&f, &ft, callee.pos, &|| format!("{} is called", shown())) {
                     for a in args {
                         self.infer(a);
                     }
@@ -909,7 +910,7 @@ impl<'p> Checker<'p> {
                 let shown_ty = Printer::new(&self.s).show(&other);
                 self.error(Diagnostic::at(
                     "TC001",
-                    format!("{shown} is not a function (it is {shown_ty})"),
+                    format!("{} is not a function (it is {shown_ty})", shown()),
                     callee.pos,
                 ));
                 for a in args {
@@ -928,7 +929,7 @@ impl<'p> Checker<'p> {
                     ExprKind::Lambda(l) => self.infer_lambda(l, Some(param)),
                     _ => self.infer(arg),
                 };
-                self.expect_with(param, &at, arg.pos, &|| format!("argument {} of {shown}", i + 1));
+                self.expect_with(param, &at, arg.pos, &|| format!("argument {} of {}", i + 1, shown()));
             }
         }
         self.use_effects(&effects, &shown, callee.pos);
@@ -936,7 +937,11 @@ impl<'p> Checker<'p> {
     }
 
     /// Calling something with effect row `effects` from the current code.
-    fn use_effects(&mut self, effects: &Ty, callee: &str, pos: Pos) {
+    fn use_effects(&mut self, effects: &Ty, callee: &dyn Fn() -> String, pos: Pos) {
+        // Most calls are pure: a closed empty row asks nothing of the caller.
+        if matches!(self.s.shallow_ref(effects), Ty::Row(labels, None) if labels.is_empty()) {
+            return;
+        }
         let (labels, tail) = self.s.row(effects);
         let (allowed, open) = self.s.row(&self.ambient);
         for label in labels.keys() {
@@ -951,7 +956,7 @@ impl<'p> Checker<'p> {
             let d = match &self.owner {
                 Some(f) => Diagnostic::at(
                     "TC009",
-                    format!("{callee} needs the {label} effect, but '{f}' does not declare it"),
+                    format!("{} needs the {label} effect, but '{f}' does not declare it", callee()),
                     pos,
                 )
                 .with_suggestion(format!(
@@ -959,7 +964,7 @@ impl<'p> Checker<'p> {
                 )),
                 None => Diagnostic::at(
                     "TC009",
-                    format!("{callee} needs the {label} effect, but this function must be pure where it is used"),
+                    format!("{} needs the {label} effect, but this function must be pure where it is used", callee()),
                     pos,
                 )
                 .with_suggestion("use the effectful variant (mapE, filterE, foldlE, flatMapE, forEachE)"),
