@@ -83,8 +83,42 @@ fn longest_symbol(c0: char, c1: Option<char>, c2: Option<char>) -> Option<&'stat
 }
 
 pub fn lex(source: &str) -> Result<Vec<Token>, Diagnostic> {
-    let mut lexer = Lexer { src: source, at: 0, line: 1, col: 1, depth: 0, names: HashMap::default() };
-    lexer.tokens_until(false)
+    Lexer::new(source).tokens_until(false)
+}
+
+/// The tokens of a whole source, lexed as they are asked for, so that a parser never holds
+/// more than its lookahead. After `Eof` or an error it yields `Eof` again.
+pub struct TokenStream<'s> {
+    lexer: Lexer<'s>,
+    done: bool,
+}
+
+impl<'s> TokenStream<'s> {
+    pub fn new(source: &'s str) -> Self {
+        TokenStream { lexer: Lexer::new(source), done: false }
+    }
+
+    pub fn next_token(&mut self) -> Result<Token, Diagnostic> {
+        if self.done {
+            return Ok(Token { tok: Tok::Eof, pos: self.lexer.pos(), newline_before: false });
+        }
+        let token = self.lexer.next_token(false, &mut 0);
+        self.done = !matches!(
+            token,
+            Ok(Token { tok: Tok::Ident(_) | Tok::Int(_) | Tok::Float(_) | Tok::Str(_) | Tok::Sym(_), .. })
+        );
+        token
+    }
+
+    /// The first lexical error in the rest of the source, if any.
+    pub fn first_error_in_rest(&mut self) -> Option<Diagnostic> {
+        while !self.done {
+            if let Err(e) = self.next_token() {
+                return Some(e);
+            }
+        }
+        None
+    }
 }
 
 struct Lexer<'s> {
@@ -104,6 +138,10 @@ fn illegal(message: impl Into<String>, pos: Pos) -> Diagnostic {
 }
 
 impl<'s> Lexer<'s> {
+    fn new(src: &'s str) -> Self {
+        Lexer { src, at: 0, line: 1, col: 1, depth: 0, names: HashMap::default() }
+    }
+
     fn peek(&self) -> Option<char> {
         let byte = *self.src.as_bytes().get(self.at)?;
         if byte.is_ascii() { Some(byte as char) } else { self.src[self.at..].chars().next() }
@@ -164,67 +202,73 @@ impl<'s> Lexer<'s> {
 
     /// Lex to end of input, or (inside `${…}`) to the `}` that closes the interpolation.
     fn tokens_until(&mut self, in_interpolation: bool) -> Result<Vec<Token>, Diagnostic> {
-        // About one token per three bytes in ordinary code; growing a vector this size
-        // would copy it into fresh pages.
-        let mut tokens = if in_interpolation { Vec::new() } else { Vec::with_capacity(self.src.len() / 2 + 1) };
+        let mut tokens = Vec::new();
         let mut brace_depth = 0usize;
         loop {
-            let newline_before = self.skip_trivia();
-            let pos = self.pos();
-            let Some(c) = self.peek() else {
-                if in_interpolation {
-                    return Err(illegal("unterminated interpolation `${`", pos));
-                }
-                tokens.push(Token { tok: Tok::Eof, pos, newline_before });
-                return Ok(tokens);
-            };
-            if in_interpolation && c == '}' && brace_depth == 0 {
-                self.bump();
-                tokens.push(Token { tok: Tok::Eof, pos, newline_before });
+            let token = self.next_token(in_interpolation, &mut brace_depth)?;
+            let end = matches!(token.tok, Tok::Eof);
+            tokens.push(token);
+            if end {
                 return Ok(tokens);
             }
-            let tok = if c.is_ascii_digit() {
-                self.number(pos)?
-            } else if c == '_' || c.is_alphabetic() {
-                let start = self.at;
-                loop {
-                    match self.src.as_bytes().get(self.at) {
-                        Some(b) if b.is_ascii_alphanumeric() || *b == b'_' => {
-                            self.at += 1;
+        }
+    }
+
+    /// The next token; `Eof` at the end of input or at the `}` closing an interpolation.
+    fn next_token(&mut self, in_interpolation: bool, brace_depth: &mut usize) -> Result<Token, Diagnostic> {
+        let newline_before = self.skip_trivia();
+        let pos = self.pos();
+        let Some(c) = self.peek() else {
+            if in_interpolation {
+                return Err(illegal("unterminated interpolation `${`", pos));
+            }
+            return Ok(Token { tok: Tok::Eof, pos, newline_before });
+        };
+        if in_interpolation && c == '}' && *brace_depth == 0 {
+            self.bump();
+            return Ok(Token { tok: Tok::Eof, pos, newline_before });
+        }
+        let tok = if c.is_ascii_digit() {
+            self.number(pos)?
+        } else if c == '_' || c.is_alphabetic() {
+            let start = self.at;
+            loop {
+                match self.src.as_bytes().get(self.at) {
+                    Some(b) if b.is_ascii_alphanumeric() || *b == b'_' => {
+                        self.at += 1;
+                        self.col += 1;
+                    }
+                    Some(b) if !b.is_ascii() => match self.peek().filter(|c| c.is_alphanumeric()) {
+                        Some(c) => {
+                            self.at += c.len_utf8();
                             self.col += 1;
                         }
-                        Some(b) if !b.is_ascii() => match self.peek().filter(|c| c.is_alphanumeric()) {
-                            Some(c) => {
-                                self.at += c.len_utf8();
-                                self.col += 1;
-                            }
-                            None => break,
-                        },
-                        _ => break,
-                    }
+                        None => break,
+                    },
+                    _ => break,
                 }
-                let text = &self.src[start..self.at];
-                Tok::Ident(self.names.entry(text).or_insert_with(|| Rc::from(text)).clone())
-            } else if c == '"' {
-                self.bump();
-                Tok::Str(self.string_body('"', pos)?)
-            } else if c == '\'' {
-                self.bump();
-                Tok::Str(self.string_body('\'', pos)?)
-            } else {
-                let sym = self.symbol().ok_or_else(|| illegal(format!("unexpected character {c:?}"), pos))?;
-                // Symbols are ASCII and never contain a line break.
-                self.at += sym.len();
-                self.col += sym.len() as u32;
-                match sym {
-                    "{" => brace_depth += 1,
-                    "}" => brace_depth = brace_depth.saturating_sub(1),
-                    _ => {}
-                }
-                Tok::Sym(sym)
-            };
-            tokens.push(Token { tok, pos, newline_before });
-        }
+            }
+            let text = &self.src[start..self.at];
+            Tok::Ident(self.names.entry(text).or_insert_with(|| Rc::from(text)).clone())
+        } else if c == '"' {
+            self.bump();
+            Tok::Str(self.string_body('"', pos)?)
+        } else if c == '\'' {
+            self.bump();
+            Tok::Str(self.string_body('\'', pos)?)
+        } else {
+            let sym = self.symbol().ok_or_else(|| illegal(format!("unexpected character {c:?}"), pos))?;
+            // Symbols are ASCII and never contain a line break.
+            self.at += sym.len();
+            self.col += sym.len() as u32;
+            match sym {
+                "{" => *brace_depth += 1,
+                "}" => *brace_depth = brace_depth.saturating_sub(1),
+                _ => {}
+            }
+            Tok::Sym(sym)
+        };
+        Ok(Token { tok, pos, newline_before })
     }
 
     fn number(&mut self, pos: Pos) -> Result<Tok, Diagnostic> {

@@ -2,7 +2,7 @@
 
 use crate::ast::*;
 use crate::diag::{Diagnostic, Pos};
-use crate::lexer::{StrPart, Tok, Token, lex};
+use crate::lexer::{StrPart, Tok, Token, TokenStream};
 use crate::stack;
 use std::rc::Rc;
 
@@ -94,32 +94,41 @@ pub fn is_reserved(word: &str) -> bool {
 /// Parse a whole module.
 pub fn parse_module(source: &str) -> Result<Module, Diagnostic> {
     let _region = stack::enter(None);
-    let tokens = lex(source)?;
-    Parser::new(tokens, 0).module()
+    let mut parser = Parser::streaming(source);
+    let parsed = parser.module();
+    parser.lexical_error().map_or(parsed, Err)
 }
 
 /// Parse a single expression (used for tests and tooling).
 pub fn parse_expr(source: &str) -> Result<Expr, Diagnostic> {
     let _region = stack::enter(None);
-    let tokens = lex(source)?;
-    let mut parser = Parser::new(tokens, 0);
-    let expr = parser.expr()?;
-    parser.expect_eof()?;
-    Ok(expr)
+    let mut parser = Parser::streaming(source);
+    let parsed = parser.expr().and_then(|expr| parser.expect_eof().map(|()| expr));
+    parser.lexical_error().map_or(parsed, Err)
 }
 
 /// Parse a type expression (std signatures, tooling).
 pub fn parse_type(source: &str) -> Result<TypeExpr, Diagnostic> {
-    let tokens = lex(source)?;
-    let mut parser = Parser::new(tokens, 0);
-    let ty = parser.type_expr()?;
-    parser.expect_eof()?;
-    Ok(ty)
+    let mut parser = Parser::streaming(source);
+    let parsed = parser.type_expr().and_then(|ty| parser.expect_eof().map(|()| ty));
+    parser.lexical_error().map_or(parsed, Err)
 }
 
-struct Parser {
-    toks: Vec<Token>,
-    at: usize,
+enum Source<'s> {
+    /// Tokens lexed beforehand (an interpolation's), ending in `Eof`.
+    Lexed(std::vec::IntoIter<Token>),
+    /// A whole source, lexed as the parser advances.
+    Stream(TokenStream<'s>),
+}
+
+struct Parser<'s> {
+    /// The current token and the next (the parser looks one ahead at most); both `Eof`
+    /// once input ends.
+    cur: Token,
+    next: Token,
+    source: Source<'s>,
+    /// The lexer's error, where it cut the stream short.
+    lex_error: Option<Diagnostic>,
     depth: usize,
 }
 
@@ -134,39 +143,79 @@ fn describe(tok: &Tok) -> String {
     }
 }
 
-impl Parser {
-    fn new(toks: Vec<Token>, depth: usize) -> Self {
-        Parser { toks, at: 0, depth }
+impl<'s> Parser<'s> {
+    fn lexed(toks: Vec<Token>, depth: usize) -> Self {
+        Self::over(Source::Lexed(toks.into_iter()), depth)
+    }
+
+    fn streaming(source: &'s str) -> Self {
+        Self::over(Source::Stream(TokenStream::new(source)), 0)
+    }
+
+    fn over(source: Source<'s>, depth: usize) -> Self {
+        let eof = Token { tok: Tok::Eof, pos: Pos::default(), newline_before: false };
+        let mut parser = Parser { cur: eof.clone(), next: eof, source, lex_error: None, depth };
+        let first = parser.pull(Pos::default());
+        parser.next = parser.after(&first);
+        parser.cur = first;
+        parser
+    }
+
+    /// Lexical errors win over syntax errors wherever they are in the source, as when the
+    /// whole source was lexed before parsing: the one that cut the stream short, or else
+    /// the first in what the parser did not reach.
+    fn lexical_error(&mut self) -> Option<Diagnostic> {
+        if let Some(e) = self.lex_error.take() {
+            return Some(e);
+        }
+        match &mut self.source {
+            Source::Stream(stream) => stream.first_error_in_rest(),
+            Source::Lexed(_) => None,
+        }
+    }
+
+    /// The token after `token`: `Eof` again at the end.
+    fn after(&mut self, token: &Token) -> Token {
+        if matches!(token.tok, Tok::Eof) { token.clone() } else { self.pull(token.pos) }
+    }
+
+    fn pull(&mut self, last: Pos) -> Token {
+        let next = match &mut self.source {
+            Source::Lexed(toks) => toks.next(),
+            Source::Stream(stream) => match stream.next_token() {
+                Ok(token) => Some(token),
+                Err(e) => {
+                    let pos = e.pos.unwrap_or(last);
+                    self.lex_error.get_or_insert(e);
+                    Some(Token { tok: Tok::Eof, pos, newline_before: false })
+                }
+            },
+        };
+        next.unwrap_or(Token { tok: Tok::Eof, pos: last, newline_before: false })
     }
 
     // ---- token helpers ----
 
     fn peek(&self) -> &Token {
-        let last = self.toks.len().saturating_sub(1);
-        &self.toks[self.at.min(last)]
+        &self.cur
     }
 
     fn peek_nth(&self, n: usize) -> &Tok {
-        let last = self.toks.len().saturating_sub(1);
-        &self.toks[(self.at + n).min(last)].tok
+        if n == 0 { &self.cur.tok } else { &self.next.tok }
     }
 
     fn pos(&self) -> Pos {
         self.peek().pos
     }
 
-    /// Consume the current token and hand it over. The parser never steps back, so the
-    /// slot keeps only a placeholder; the final `Eof` stays for every later peek.
+    /// Consume the current token and hand it over; `Eof` stays for every later peek.
     fn bump(&mut self) -> Token {
-        let Some(slot) = self.toks.get_mut(self.at) else {
-            return self.peek().clone();
-        };
-        if matches!(slot.tok, Tok::Eof) {
-            return slot.clone();
+        if matches!(self.cur.tok, Tok::Eof) {
+            return self.cur.clone();
         }
-        self.at += 1;
-        let placeholder = Token { tok: Tok::Eof, pos: slot.pos, newline_before: slot.newline_before };
-        std::mem::replace(slot, placeholder)
+        let after_next = if matches!(self.next.tok, Tok::Eof) { self.next.clone() } else { self.pull(self.next.pos) };
+        let next = std::mem::replace(&mut self.next, after_next);
+        std::mem::replace(&mut self.cur, next)
     }
 
     fn is_sym(&self, sym: &str) -> bool {
@@ -986,7 +1035,7 @@ impl Parser {
             match part {
                 StrPart::Lit(text) => out.push(InterpPart::Lit(text.into())),
                 StrPart::Interp(tokens) => {
-                    let mut sub = Parser::new(tokens, self.depth);
+                    let mut sub = Parser::lexed(tokens, self.depth);
                     let expr = sub.expr()?;
                     sub.expect_eof()?;
                     out.push(InterpPart::Expr(expr));
@@ -1173,6 +1222,19 @@ mod tests {
 
     fn shape(src: &str) -> String {
         format!("{:?}", parse_expr(src).unwrap().kind)
+    }
+
+    #[test]
+    fn a_lexical_error_wins_over_a_syntax_error_before_it() {
+        let source = "module m\nfunc f( = 1\nfunc g() -> int { 2 }\nfunc h() = \"open";
+        let err = parse_module(source).unwrap_err();
+        assert_eq!((err.code.as_str(), err.pos), ("PAR_ILLEGAL_TOKEN", Some(Pos::new(4, 12))));
+        let err = parse_module("module m\nfunc f( = 1\nfunc g() = 2 ¤").unwrap_err();
+        assert_eq!((err.code.as_str(), err.pos), ("PAR_ILLEGAL_TOKEN", Some(Pos::new(3, 14))));
+        // Without one, the syntax error stands.
+        assert_eq!(parse_module("module m\nfunc f( = 1\n").unwrap_err().code, "PAR001");
+        assert_eq!(parse_expr("1 + ¤").unwrap_err().code, "PAR_ILLEGAL_TOKEN");
+        assert_eq!(parse_type("[int] ¤").unwrap_err().code, "PAR_ILLEGAL_TOKEN");
     }
 
     #[test]
