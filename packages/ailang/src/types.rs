@@ -471,23 +471,72 @@ impl Subst {
     }
 
     fn copy(&self, ty: &Ty, map: &[(TvId, TvId)]) -> Ty {
-        let renamed = |v: TvId| map.iter().find(|(from, _)| *from == v).map_or(v, |(_, to)| *to);
-        match self.shallow_ref(ty) {
-            Ty::Var(v) => Ty::Var(renamed(*v)),
-            Ty::Con(n, args) => Ty::con_args(n.clone(), args.iter().map(|a| self.copy(a, map)).collect()),
-            Ty::Tuple(items) => Ty::tuple(items.iter().map(|a| self.copy(a, map)).collect()),
+        self.rename(ty, map).unwrap_or_else(|| ty.clone())
+    }
+
+    /// `ty` with the variables of `map` renamed and bound variables replaced by copies of
+    /// their bindings; None where that changes nothing, so unchanged parts (`int`, a closed
+    /// row) are shared rather than rebuilt for every instantiation.
+    fn rename(&self, ty: &Ty, map: &[(TvId, TvId)]) -> Option<Ty> {
+        let renamed = |v: TvId| map.iter().find(|(from, _)| *from == v).map(|(_, to)| *to);
+        match ty {
+            Ty::Var(v) => match &self.vars[*v as usize].bound {
+                Some(t) => Some(self.copy(t, map)),
+                None => renamed(*v).map(Ty::Var),
+            },
+            Ty::Con(n, args) => self.rename_all(args, map).map(|args| Ty::Con(n.clone(), args)),
+            Ty::Tuple(items) => self.rename_all(items, map).map(Ty::Tuple),
             Ty::Func(ps, r, e) => {
-                Ty::func(ps.iter().map(|a| self.copy(a, map)).collect(), self.copy(r, map), self.copy(e, map))
+                let (new_ps, new_r, new_e) = (self.rename_all(ps, map), self.rename(r, map), self.rename(e, map));
+                if new_ps.is_none() && new_r.is_none() && new_e.is_none() {
+                    return None;
+                }
+                Some(Ty::Func(
+                    new_ps.unwrap_or_else(|| ps.clone()),
+                    new_r.map_or_else(|| r.clone(), Rc::new),
+                    new_e.map_or_else(|| e.clone(), Rc::new),
+                ))
             }
-            Ty::Record(row) => Ty::record(self.copy(row, map)),
+            Ty::Record(row) => self.rename(row, map).map(Ty::record),
+            Ty::Row(fields, tail) if tail.is_none_or(|t| self.vars[t as usize].bound.is_none()) => {
+                let new_tail = tail.and_then(renamed);
+                let mut changed = fields.iter().filter_map(|(k, t)| Some((k, self.rename(t, map)?))).peekable();
+                if changed.peek().is_none() && new_tail.is_none() {
+                    return None;
+                }
+                let mut labels: BTreeMap<Name, Ty> = changed.map(|(k, t)| (k.clone(), t)).collect();
+                for (k, t) in fields.iter() {
+                    labels.entry(k.clone()).or_insert_with(|| t.clone());
+                }
+                Some(Ty::row(labels, new_tail.or(*tail)))
+            }
+            // A row continued through a bound tail: merge the chain, as `row` does.
             row @ Ty::Row(..) => {
                 let mut labels = BTreeMap::new();
                 let tail = self.row_walk(row, &mut |k, t| {
                     labels.entry(k.clone()).or_insert_with(|| self.copy(t, map));
                 });
-                Ty::row(labels, tail.map(renamed))
+                Some(Ty::row(labels, tail.map(|t| renamed(t).unwrap_or(t))))
             }
         }
+    }
+
+    fn rename_all(&self, items: &Rc<[Ty]>, map: &[(TvId, TvId)]) -> Option<Rc<[Ty]>> {
+        let mut out: Option<Vec<Ty>> = None;
+        for (i, item) in items.iter().enumerate() {
+            match (self.rename(item, map), &mut out) {
+                (Some(new), Some(out)) => out.push(new),
+                (Some(new), None) => {
+                    let mut fresh = Vec::with_capacity(items.len());
+                    fresh.extend_from_slice(&items[..i]);
+                    fresh.push(new);
+                    out = Some(fresh);
+                }
+                (None, Some(out)) => out.push(item.clone()),
+                (None, None) => {}
+            }
+        }
+        out.map(Rc::from)
     }
 
     /// Default every unbound `Num` variable in `ty` to `int` (the reference's defaulting).
