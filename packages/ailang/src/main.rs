@@ -6,11 +6,11 @@
 //! native main stack, which the interpreter never recurses on; for a short `check` or
 //! `run` that set-up was a measurable share of the process. The two things it does that
 //! matter here (standard descriptors that are open, SIGPIPE ignored) are done below.
-#![cfg_attr(all(target_os = "linux", target_env = "gnu"), no_main)]
+#![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 
 use std::io::Write;
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
     prepare_process();
@@ -19,7 +19,8 @@ extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char
     std::panic::catch_unwind(run).unwrap_or(101)
 }
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+// Test builds keep std's main: the harness provides it.
+#[cfg(any(not(all(target_os = "linux", target_env = "gnu")), test))]
 fn main() {
     std::process::exit(run());
 }
@@ -27,7 +28,7 @@ fn main() {
 /// What std's start-up does that the CLI relies on: descriptors 0–2 exist (so a file the
 /// CLI opens never becomes its stdout), and writing to a closed pipe is an error, not a
 /// signal.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
 fn prepare_process() {
     let mut fds = [0, 1, 2].map(|fd| libc::pollfd { fd, events: 0, revents: 0 });
     // SAFETY: plain libc calls on a local array and on constant paths and signals.
