@@ -485,8 +485,8 @@ impl<'p> Checker<'p> {
             self.locals.push((p.name.clone(), Scheme::mono(t.clone())));
         }
         let body = self.infer(&f.body);
-        let what = format!("the body of '{}' must have its declared result type", f.name);
-        self.expect(&ret, &body, f.body.pos, &what);
+        let what = || format!("the body of '{}' must have its declared result type", f.name);
+        self.expect_with(&ret, &body, f.body.pos, &what);
         if self.options.full {
             self.ambient = self.s.open_row();
             for e in &f.requires {
@@ -806,31 +806,31 @@ impl<'p> Checker<'p> {
         match op {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::Pow => {
                 let n = self.s.fresh_with(NUM);
-                let what = format!("'{sym}' takes two numbers of the same type");
-                if self.expect(&n, &lt, l.pos, &what) {
-                    self.expect(&n, &rt, r.pos, &what);
+                let what = || format!("'{sym}' takes two numbers of the same type");
+                if self.expect_with(&n, &lt, l.pos, &what) {
+                    self.expect_with(&n, &rt, r.pos, &what);
                 }
                 n
             }
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
                 let class = if matches!(op, BinOp::Eq | BinOp::Ne) { EQ } else { ORD };
                 let v = self.s.fresh_with(class);
-                let what = format!("'{sym}' compares two values of the same type");
-                if self.expect(&v, &lt, l.pos, &what) {
-                    self.expect(&v, &rt, r.pos, &what);
+                let what = || format!("'{sym}' compares two values of the same type");
+                if self.expect_with(&v, &lt, l.pos, &what) {
+                    self.expect_with(&v, &rt, r.pos, &what);
                 }
                 Ty::con("bool")
             }
             BinOp::And | BinOp::Or => {
-                let what = format!("'{sym}' takes two bools");
-                self.expect(&Ty::con("bool"), &lt, l.pos, &what);
-                self.expect(&Ty::con("bool"), &rt, r.pos, &what);
+                let what = || format!("'{sym}' takes two bools");
+                self.expect_with(&Ty::con("bool"), &lt, l.pos, &what);
+                self.expect_with(&Ty::con("bool"), &rt, r.pos, &what);
                 Ty::con("bool")
             }
             BinOp::BitAnd | BinOp::BitXor | BinOp::Shl | BinOp::Shr => {
-                let what = format!("'{sym}' takes two ints");
-                self.expect(&Ty::con("int"), &lt, l.pos, &what);
-                self.expect(&Ty::con("int"), &rt, r.pos, &what);
+                let what = || format!("'{sym}' takes two ints");
+                self.expect_with(&Ty::con("int"), &lt, l.pos, &what);
+                self.expect_with(&Ty::con("int"), &rt, r.pos, &what);
                 Ty::con("int")
             }
             BinOp::Cons => {
