@@ -23,6 +23,7 @@ pub mod router;
 pub mod server;
 pub mod session;
 pub mod surface;
+pub mod ui;
 pub mod wire;
 
 pub use cli::{EdgeArgs, LogFormat};

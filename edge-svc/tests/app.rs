@@ -134,6 +134,12 @@ impl Store for FakeCore {
     async fn receipt(&self, _: tonic::Request<pb::ReceiptRequest>) -> Reply<pb::ReceiptReply> {
         Err(Status::internal("not scripted"))
     }
+    async fn session(&self, _: tonic::Request<pb::SessionRequest>) -> Reply<pb::SessionReply> {
+        Err(Status::internal("not scripted"))
+    }
+    async fn calls(&self, _: tonic::Request<pb::CallsRequest>) -> Reply<pb::CallsReply> {
+        Err(Status::internal("not scripted"))
+    }
     async fn commit(&self, request: tonic::Request<pb::CommitRequest>) -> Reply<pb::CommitReply> {
         use pb::commit_reply::Outcome;
         let outcome = match self.session(&request) {
