@@ -34,6 +34,7 @@ pub struct Call {
     pub transition: String,
     /// Unix seconds of the commit; 0 when the journal does not say.
     pub time: i64,
+    /// See [`outcome`]; empty for entries that are not calls.
     pub outcome: &'static str,
     pub effects: Vec<CallEffect>,
 }
@@ -154,7 +155,7 @@ async fn complete(store: &Store, matched: Vec<(LogEntry, Recorded)>) -> Result<V
                 .map(|refs| refs.into_iter().map(|r| effect_of(r, effect_payloads.get(&r))).collect::<Vec<_>>());
             Call {
                 time: times.get(&recorded.invocation_id).copied().unwrap_or(0),
-                outcome: outcome(effects.as_deref()),
+                outcome: if recorded.invocation_id.is_empty() { "" } else { outcome(effects.as_deref()) },
                 effects: effects.unwrap_or_default(),
                 entry,
                 invocation_id: recorded.invocation_id,

@@ -171,7 +171,7 @@ function renderCalls(items) {
       el("td", { text: call.transition || "—" }),
       el("td", { text: surface(call.writtenBy) }),
       el("td", { text: call.episode || "—" }),
-      el("td", {}, el("span", { class: "badge " + call.outcome, text: call.outcome })),
+      el("td", {}, call.outcome ? el("span", { class: "badge " + call.outcome, text: call.outcome }) : "—"),
       effects,
     );
     if (call.entryIndex === state.selected) row.classList.add("selected");
