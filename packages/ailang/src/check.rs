@@ -23,7 +23,12 @@ use crate::stack;
 use crate::stdlib::catalog::{self, Builtin, STD_TYPES};
 use crate::types::*;
 use crate::value::{Callable, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+// The checker hashes short names constantly and never sees untrusted keys in bulk: a fast
+// fixed hasher, whose order nothing here depends on (see `type_order`).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;
 use std::rc::Rc;
 
 /// What `check` reports: errors fail, warnings (non-exhaustive matches) do not.
@@ -79,6 +84,9 @@ struct Checker<'p> {
     options: Options,
     s: Subst,
     types: HashMap<Name, Rc<TypeDef>>,
+    /// Type names in the order they were declared (std types first, then the module's), so
+    /// that a constructor name two types share resolves the way the loader bound it.
+    type_order: Vec<Name>,
     /// Constructor name (as written in this module) → its type.
     ctors: HashMap<Name, CtorInfo>,
     /// Type name → its constructors' real names, for exhaustiveness.
@@ -146,11 +154,12 @@ impl<'p> Checker<'p> {
             program,
             options,
             s,
-            types: HashMap::new(),
-            ctors: HashMap::new(),
-            variants: HashMap::new(),
-            globals: HashMap::new(),
-            poisoned: HashSet::new(),
+            types: HashMap::default(),
+            type_order: Vec::new(),
+            ctors: HashMap::default(),
+            variants: HashMap::default(),
+            globals: HashMap::default(),
+            poisoned: HashSet::default(),
             lenient: false,
             locals: Vec::with_capacity(64),
             ambient,
@@ -230,20 +239,26 @@ impl<'p> Checker<'p> {
         if let TypeBody::Variants(vs) = &t.body {
             self.variants.insert(t.name.clone(), vs.iter().map(|v| (v.name.clone(), v.fields.len())).collect());
         }
+        self.type_order.retain(|n| *n != t.name);
+        self.type_order.push(t.name.clone());
         self.types.insert(t.name.clone(), Rc::new(def));
     }
 
     /// The scheme of constructor `real`, from its type's declaration.
     fn ctor_info(&mut self, real: &Name) -> Option<CtorInfo> {
-        let (type_name, def) = self.types.iter().find_map(|(n, d)| match &d.body {
-            TypeBody::Variants(vs) if vs.iter().any(|v| &v.name == real) => Some((n.clone(), d.clone())),
-            _ => None,
+        // The latest declaration wins, as the module's constructors shadow imported ones.
+        let (type_name, def) = self.type_order.iter().rev().find_map(|n| {
+            let d = self.types.get(n)?;
+            match &d.body {
+                TypeBody::Variants(vs) if vs.iter().any(|v| &v.name == real) => Some((n.clone(), d.clone())),
+                _ => None,
+            }
         })?;
         let TypeBody::Variants(vs) = &def.body else { return None };
         let variant = vs.iter().find(|v| &v.name == real)?;
         let saved = self.s.level;
         self.s.level = 1;
-        let mut tvars: HashMap<Name, Ty> = HashMap::new();
+        let mut tvars: HashMap<Name, Ty> = HashMap::default();
         let args: Vec<Ty> = def
             .params
             .iter()
@@ -301,7 +316,7 @@ impl<'p> Checker<'p> {
         };
         let saved = self.s.level;
         self.s.level = 1;
-        let mut tvars = HashMap::new();
+        let mut tvars = HashMap::default();
         let ty = match parse_type(sig) {
             Ok(te) => self.ty_of(&te, &mut tvars, Pos::default(), false),
             Err(_) => self.s.fresh(),
@@ -326,7 +341,7 @@ impl<'p> Checker<'p> {
     /// parts shared monomorphic variables the body will fix.
     fn declared_scheme(&mut self, f: &FuncDecl) -> Scheme {
         let saved = self.s.level;
-        let mut tvars = HashMap::new();
+        let mut tvars = HashMap::default();
         let mut params = Vec::new();
         for p in &f.params {
             params.push(match &p.ty {
@@ -678,7 +693,7 @@ impl<'p> Checker<'p> {
             }
             ExprKind::Record(fields) => {
                 let mut labels = BTreeMap::new();
-                let mut seen = HashSet::new();
+                let mut seen = HashSet::default();
                 for (name, value) in fields {
                     if !seen.insert(name.clone()) {
                         self.error(Diagnostic::at("TC001", format!("duplicate field '{name}' in record"), e.pos));
@@ -693,7 +708,7 @@ impl<'p> Checker<'p> {
                 let row = self.s.open_row();
                 self.expect(&Ty::record(row.clone()), &bt, base.pos, "only a record can be updated");
                 let (mut labels, tail) = self.s.row(&row);
-                let mut seen = HashSet::new();
+                let mut seen = HashSet::default();
                 for (name, value) in fields {
                     if !seen.insert(name.clone()) {
                         self.error(Diagnostic::at("TC001", format!("duplicate field '{name}' in record"), e.pos));
@@ -865,11 +880,12 @@ impl<'p> Checker<'p> {
             }
         }
         let ft = self.infer(callee);
-        let shown = name.as_deref().map(|n| format!("'{n}'")).unwrap_or_else(|| "the function".into());
+        // Only messages need the callee's description: built on demand.
+        let shown = || name.as_deref().map(|n| format!("'{n}'")).unwrap_or_else(|| "the function".into());
         let (params, ret, effects) = match self.s.shallow(&ft) {
             Ty::Func(ps, r, e) => {
                 if ps.len() != args.len() {
-                    let message = format!("{shown} expects {} argument(s), got {}", ps.len(), args.len());
+                    let message = format!("{} expects {} argument(s), got {}", shown(), ps.len(), args.len());
                     self.error(Diagnostic::at("TC001", message, callee.pos));
                     for a in args {
                         self.infer(a);
@@ -882,7 +898,7 @@ impl<'p> Checker<'p> {
                 let ps: Vec<Ty> = args.iter().map(|_| self.s.fresh()).collect();
                 let (r, e) = (self.s.fresh(), self.s.open_row());
                 let f = Ty::func(ps.clone(), r.clone(), e.clone());
-                if !self.expect(&f, &ft, callee.pos, &format!("{shown} is called")) {
+                if !self.expect_with(&f, &ft, callee.pos, &|| format!("{} is called", shown())) {
                     for a in args {
                         self.infer(a);
                     }
@@ -894,7 +910,7 @@ impl<'p> Checker<'p> {
                 let shown_ty = Printer::new(&self.s).show(&other);
                 self.error(Diagnostic::at(
                     "TC001",
-                    format!("{shown} is not a function (it is {shown_ty})"),
+                    format!("{} is not a function (it is {shown_ty})", shown()),
                     callee.pos,
                 ));
                 for a in args {
@@ -913,7 +929,7 @@ impl<'p> Checker<'p> {
                     ExprKind::Lambda(l) => self.infer_lambda(l, Some(param)),
                     _ => self.infer(arg),
                 };
-                self.expect_with(param, &at, arg.pos, &|| format!("argument {} of {shown}", i + 1));
+                self.expect_with(param, &at, arg.pos, &|| format!("argument {} of {}", i + 1, shown()));
             }
         }
         self.use_effects(&effects, &shown, callee.pos);
@@ -921,7 +937,11 @@ impl<'p> Checker<'p> {
     }
 
     /// Calling something with effect row `effects` from the current code.
-    fn use_effects(&mut self, effects: &Ty, callee: &str, pos: Pos) {
+    fn use_effects(&mut self, effects: &Ty, callee: &dyn Fn() -> String, pos: Pos) {
+        // Most calls are pure: a closed empty row asks nothing of the caller.
+        if matches!(self.s.shallow_ref(effects), Ty::Row(labels, None) if labels.is_empty()) {
+            return;
+        }
         let (labels, tail) = self.s.row(effects);
         let (allowed, open) = self.s.row(&self.ambient);
         for label in labels.keys() {
@@ -936,7 +956,7 @@ impl<'p> Checker<'p> {
             let d = match &self.owner {
                 Some(f) => Diagnostic::at(
                     "TC009",
-                    format!("{callee} needs the {label} effect, but '{f}' does not declare it"),
+                    format!("{} needs the {label} effect, but '{f}' does not declare it", callee()),
                     pos,
                 )
                 .with_suggestion(format!(
@@ -944,7 +964,7 @@ impl<'p> Checker<'p> {
                 )),
                 None => Diagnostic::at(
                     "TC009",
-                    format!("{callee} needs the {label} effect, but this function must be pure where it is used"),
+                    format!("{} needs the {label} effect, but this function must be pure where it is used", callee()),
                     pos,
                 )
                 .with_suggestion("use the effectful variant (mapE, filterE, foldlE, flatMapE, forEachE)"),
@@ -968,7 +988,7 @@ impl<'p> Checker<'p> {
             _ => (None, None),
         };
         let base = self.locals.len();
-        let mut tvars = HashMap::new();
+        let mut tvars = HashMap::default();
         let mut params = Vec::new();
         for (i, p) in lambda.params.iter().enumerate() {
             let hint = hint_params.as_ref().map(|ps| ps[i].clone());

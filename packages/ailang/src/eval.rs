@@ -537,7 +537,7 @@ pub fn binary(op: BinOp, left: Value, right: Value) -> Result<Value, Diagnostic>
                             a % b
                         }
                     }
-                    BinOp::Pow => a.powf(b),
+                    BinOp::Pow => crate::stdlib::math::pow(a, b),
                     _ => return Err(mismatch(&l, &r)),
                 })
             }

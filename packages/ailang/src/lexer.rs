@@ -5,6 +5,7 @@
 //! before them, because blocks accept a newline where a `;` would go.
 
 use crate::diag::{Diagnostic, Pos};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 /// How deeply string interpolations may nest inside one another.
@@ -35,36 +36,88 @@ pub struct Token {
     pub newline_before: bool,
 }
 
-/// Operators and punctuation, longest first so that maximal munch is a linear scan.
+/// Operators and punctuation, longest first: what `longest_symbol` implements, as a list
+/// for the test that pins it.
+#[cfg(test)]
 const SYMBOLS: &[&str] = &[
     "...", "..", "->", "=>", "==", "!=", "<=", ">=", "<<", ">>", "++", "::", "&&", "||", "**", "(", ")", "[", "]", "{",
     "}", ",", ";", ":", ".", "=", "<", ">", "+", "-", "*", "/", "%", "!", "~", "&", "^", "|", "\\", "@", "#",
 ];
 
+/// The longest of SYMBOLS that `c0 c1 c2` starts with; a jump on the first character in
+/// place of a scan of the whole list for every operator.
+fn longest_symbol(c0: char, c1: Option<char>, c2: Option<char>) -> Option<&'static str> {
+    let candidates: &[&'static str] = match c0 {
+        '.' => &["...", "..", "."],
+        '-' => &["->", "-"],
+        '=' => &["=>", "==", "="],
+        '!' => &["!=", "!"],
+        '<' => &["<=", "<<", "<"],
+        '>' => &[">=", ">>", ">"],
+        '+' => &["++", "+"],
+        ':' => &["::", ":"],
+        '&' => &["&&", "&"],
+        '|' => &["||", "|"],
+        '*' => &["**", "*"],
+        '(' => &["("],
+        ')' => &[")"],
+        '[' => &["["],
+        ']' => &["]"],
+        '{' => &["{"],
+        '}' => &["}"],
+        ',' => &[","],
+        ';' => &[";"],
+        '/' => &["/"],
+        '%' => &["%"],
+        '~' => &["~"],
+        '^' => &["^"],
+        '\\' => &["\\"],
+        '@' => &["@"],
+        '#' => &["#"],
+        _ => return None,
+    };
+    candidates.iter().copied().find(|s| {
+        let mut rest = s.chars().skip(1);
+        rest.next().is_none_or(|b| c1 == Some(b)) && rest.next().is_none_or(|c| c2 == Some(c))
+    })
+}
+
 pub fn lex(source: &str) -> Result<Vec<Token>, Diagnostic> {
-    let mut lexer = Lexer { chars: source.chars().collect(), at: 0, line: 1, col: 1, depth: 0 };
+    let mut lexer = Lexer { src: source, at: 0, line: 1, col: 1, depth: 0, names: HashMap::default() };
     lexer.tokens_until(false)
 }
 
-struct Lexer {
-    chars: Vec<char>,
+struct Lexer<'s> {
+    src: &'s str,
+    /// Byte offset into `src`, always on a character boundary.
     at: usize,
     line: u32,
+    /// Counted in characters, as diagnostics report it.
     col: u32,
     depth: usize,
+    /// One shared `Rc<str>` per distinct identifier: a module repeats a few names many times.
+    names: HashMap<&'s str, Rc<str>, foldhash::fast::FixedState>,
 }
 
 fn illegal(message: impl Into<String>, pos: Pos) -> Diagnostic {
     Diagnostic::at("PAR_ILLEGAL_TOKEN", message, pos)
 }
 
-impl Lexer {
+impl<'s> Lexer<'s> {
     fn peek(&self) -> Option<char> {
-        self.chars.get(self.at).copied()
+        let byte = *self.src.as_bytes().get(self.at)?;
+        if byte.is_ascii() { Some(byte as char) } else { self.src[self.at..].chars().next() }
     }
 
     fn peek_at(&self, ahead: usize) -> Option<char> {
-        self.chars.get(self.at + ahead).copied()
+        self.src[self.at..].chars().nth(ahead)
+    }
+
+    /// The longest symbol at the cursor.
+    fn symbol(&self) -> Option<&'static str> {
+        // Symbols are ASCII: a byte that is not cannot extend one.
+        let byte = |i: usize| self.src.as_bytes().get(self.at + i).filter(|b| b.is_ascii()).map(|b| *b as char);
+        longest_symbol(byte(0)?, byte(1), byte(2))
     }
 
     fn pos(&self) -> Pos {
@@ -73,7 +126,7 @@ impl Lexer {
 
     fn bump(&mut self) -> Option<char> {
         let c = self.peek()?;
-        self.at += 1;
+        self.at += c.len_utf8();
         if c == '\n' {
             self.line += 1;
             self.col = 1;
@@ -87,12 +140,15 @@ impl Lexer {
     fn skip_trivia(&mut self) -> bool {
         let mut newline = false;
         while let Some(c) = self.peek() {
-            if c == '\n' {
+            if c == ' ' {
+                self.at += 1;
+                self.col += 1;
+            } else if c == '\n' {
                 newline = true;
                 self.bump();
             } else if c.is_whitespace() {
                 self.bump();
-            } else if c == '-' && self.peek_at(1) == Some('-') {
+            } else if c == '-' && self.src.as_bytes().get(self.at + 1) == Some(&b'-') {
                 while let Some(c) = self.peek() {
                     if c == '\n' {
                         break;
@@ -108,7 +164,9 @@ impl Lexer {
 
     /// Lex to end of input, or (inside `${…}`) to the `}` that closes the interpolation.
     fn tokens_until(&mut self, in_interpolation: bool) -> Result<Vec<Token>, Diagnostic> {
-        let mut tokens = Vec::new();
+        // About one token per three bytes in ordinary code; growing a vector this size
+        // would copy it into fresh pages.
+        let mut tokens = if in_interpolation { Vec::new() } else { Vec::with_capacity(self.src.len() / 2 + 1) };
         let mut brace_depth = 0usize;
         loop {
             let newline_before = self.skip_trivia();
@@ -128,16 +186,25 @@ impl Lexer {
             let tok = if c.is_ascii_digit() {
                 self.number(pos)?
             } else if c == '_' || c.is_alphabetic() {
-                let mut name = String::new();
-                while let Some(c) = self.peek() {
-                    if c == '_' || c.is_alphanumeric() {
-                        name.push(c);
-                        self.bump();
-                    } else {
-                        break;
+                let start = self.at;
+                loop {
+                    match self.src.as_bytes().get(self.at) {
+                        Some(b) if b.is_ascii_alphanumeric() || *b == b'_' => {
+                            self.at += 1;
+                            self.col += 1;
+                        }
+                        Some(b) if !b.is_ascii() => match self.peek().filter(|c| c.is_alphanumeric()) {
+                            Some(c) => {
+                                self.at += c.len_utf8();
+                                self.col += 1;
+                            }
+                            None => break,
+                        },
+                        _ => break,
                     }
                 }
-                Tok::Ident(name.into())
+                let text = &self.src[start..self.at];
+                Tok::Ident(self.names.entry(text).or_insert_with(|| Rc::from(text)).clone())
             } else if c == '"' {
                 self.bump();
                 Tok::Str(self.string_body('"', pos)?)
@@ -145,14 +212,10 @@ impl Lexer {
                 self.bump();
                 Tok::Str(self.string_body('\'', pos)?)
             } else {
-                let sym = SYMBOLS
-                    .iter()
-                    .find(|s| s.chars().enumerate().all(|(i, sc)| self.peek_at(i) == Some(sc)))
-                    .copied()
-                    .ok_or_else(|| illegal(format!("unexpected character {c:?}"), pos))?;
-                for _ in 0..sym.chars().count() {
-                    self.bump();
-                }
+                let sym = self.symbol().ok_or_else(|| illegal(format!("unexpected character {c:?}"), pos))?;
+                // Symbols are ASCII and never contain a line break.
+                self.at += sym.len();
+                self.col += sym.len() as u32;
                 match sym {
                     "{" => brace_depth += 1,
                     "}" => brace_depth = brace_depth.saturating_sub(1),
@@ -358,6 +421,41 @@ mod tests {
         let Tok::Str(parts) = &toks[0] else { panic!("not a string") };
         assert_eq!(parts.len(), 3);
         assert_eq!(parts[2], StrPart::Lit("b$c".into()));
+    }
+
+    #[test]
+    fn the_symbol_jump_table_agrees_with_the_longest_first_list() {
+        let alphabet: Vec<Option<char>> = (0x20u8..0x7f).map(|b| Some(b as char)).chain([None]).collect();
+        for c0 in (0x20u8..0x7f).map(char::from) {
+            for &c1 in &alphabet {
+                for c2 in [None, Some('.'), Some('x'), Some('=')] {
+                    if c1.is_none() && c2.is_some() {
+                        continue;
+                    }
+                    let text: String = [Some(c0), c1, c2].into_iter().flatten().collect();
+                    let expected = SYMBOLS.iter().copied().find(|s| text.starts_with(*s));
+                    assert_eq!(longest_symbol(c0, c1, c2), expected, "{text:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn non_ascii_identifiers_and_blanks_count_columns_in_characters() {
+        let toks = lex("é1\u{a0}x -- ü\nΔ+y").unwrap();
+        let seen: Vec<(Tok, Pos)> = toks.into_iter().map(|t| (t.tok, t.pos)).collect();
+        assert_eq!(
+            seen,
+            vec![
+                (Tok::Ident("é1".into()), Pos::new(1, 1)),
+                (Tok::Ident("x".into()), Pos::new(1, 4)),
+                (Tok::Ident("Δ".into()), Pos::new(2, 1)),
+                (Tok::Sym("+"), Pos::new(2, 2)),
+                (Tok::Ident("y".into()), Pos::new(2, 3)),
+                (Tok::Eof, Pos::new(2, 4)),
+            ]
+        );
+        assert_eq!(lex("a → b").unwrap_err().pos, Some(Pos::new(1, 3)));
     }
 
     #[test]

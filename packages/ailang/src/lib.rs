@@ -52,12 +52,12 @@ pub enum RunError {
 
 /// Run exported `entry` of a module on a JSON argument, without capabilities, and return
 /// what `ailang run` would print (a string result raw, anything else in `show` form). The
-/// evaluation runs on its own large-stack thread, so deep programs reach the recursion limit.
+/// evaluation runs on its own large stack, so deep programs reach the recursion limit.
 pub fn run_source(source: &str, file: &str, entry: &str, args_json: &str) -> Result<String, RunError> {
     let (source, file, entry, args_json) =
         (source.to_string(), file.to_string(), entry.to_string(), args_json.to_string());
     stack::run_on_big_stack(move || run_here(&source, &file, &entry, &args_json)).map_err(|e| {
-        RunError::Execution(Diagnostic::new("EVA001", format!("cannot start the evaluator thread: {e}"), None))
+        RunError::Execution(Diagnostic::new("EVA001", format!("cannot set up the evaluator stack: {e}"), None))
     })?
 }
 

@@ -30,21 +30,57 @@ pub enum Ty {
 
 // Children are shared: unification clones types constantly, and a clone is then a few
 // reference-count bumps.
+/// The types the checker builds over and over, made once per thread: building `int` would
+/// otherwise allocate its name and its empty argument list every time.
+struct Common {
+    int: Ty,
+    float: Ty,
+    string: Ty,
+    bool: Ty,
+    unit: Ty,
+    closed_row: Ty,
+    list: Name,
+    no_args: Rc<[Ty]>,
+}
+
+thread_local! {
+    static COMMON: Common = {
+        let no_args: Rc<[Ty]> = Rc::new([]);
+        let con = |name: &str| Ty::Con(name.into(), no_args.clone());
+        Common {
+            int: con("int"),
+            float: con("float"),
+            string: con("string"),
+            bool: con("bool"),
+            unit: Ty::Tuple(no_args.clone()),
+            closed_row: Ty::Row(Rc::new(BTreeMap::new()), None),
+            list: "List".into(),
+            no_args,
+        }
+    };
+}
+
 impl Ty {
     pub fn con(name: &str) -> Ty {
-        Ty::Con(name.into(), Rc::new([]))
+        COMMON.with(|c| match name {
+            "int" => c.int.clone(),
+            "float" => c.float.clone(),
+            "string" => c.string.clone(),
+            "bool" => c.bool.clone(),
+            _ => Ty::Con(name.into(), c.no_args.clone()),
+        })
     }
     pub fn con_args(name: Name, args: Vec<Ty>) -> Ty {
         Ty::Con(name, args.into())
     }
     pub fn unit() -> Ty {
-        Ty::Tuple(Rc::new([]))
+        COMMON.with(|c| c.unit.clone())
     }
     pub fn tuple(items: Vec<Ty>) -> Ty {
         Ty::Tuple(items.into())
     }
     pub fn list(item: Ty) -> Ty {
-        Ty::Con("List".into(), Rc::new([item]))
+        Ty::Con(COMMON.with(|c| c.list.clone()), Rc::new([item]))
     }
     pub fn func(params: Vec<Ty>, ret: Ty, effects: Ty) -> Ty {
         Ty::Func(params.into(), Rc::new(ret), Rc::new(effects))
@@ -56,7 +92,7 @@ impl Ty {
         Ty::Row(Rc::new(labels), tail)
     }
     pub fn closed_row() -> Ty {
-        Ty::row(BTreeMap::new(), None)
+        COMMON.with(|c| c.closed_row.clone())
     }
 }
 
@@ -422,7 +458,8 @@ impl Subst {
         if scheme.vars.is_empty() {
             return scheme.ty.clone();
         }
-        let map: HashMap<TvId, TvId> = scheme
+        // Schemes quantify a handful of variables: a list beats hashing.
+        let map: Vec<(TvId, TvId)> = scheme
             .vars
             .iter()
             .map(|v| {
@@ -433,9 +470,10 @@ impl Subst {
         self.copy(&scheme.ty, &map)
     }
 
-    fn copy(&self, ty: &Ty, map: &HashMap<TvId, TvId>) -> Ty {
+    fn copy(&self, ty: &Ty, map: &[(TvId, TvId)]) -> Ty {
+        let renamed = |v: TvId| map.iter().find(|(from, _)| *from == v).map_or(v, |(_, to)| *to);
         match self.shallow_ref(ty) {
-            Ty::Var(v) => Ty::Var(*map.get(v).unwrap_or(v)),
+            Ty::Var(v) => Ty::Var(renamed(*v)),
             Ty::Con(n, args) => Ty::con_args(n.clone(), args.iter().map(|a| self.copy(a, map)).collect()),
             Ty::Tuple(items) => Ty::tuple(items.iter().map(|a| self.copy(a, map)).collect()),
             Ty::Func(ps, r, e) => {
@@ -447,7 +485,7 @@ impl Subst {
                 let tail = self.row_walk(row, &mut |k, t| {
                     labels.entry(k.clone()).or_insert_with(|| self.copy(t, map));
                 });
-                Ty::row(labels, tail.map(|t| *map.get(&t).unwrap_or(&t)))
+                Ty::row(labels, tail.map(renamed))
             }
         }
     }

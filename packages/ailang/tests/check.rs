@@ -211,3 +211,16 @@ fn a_deeply_chained_expression_is_checked_without_overflow() {
     let errors = ailang::stack::run_on_big_stack(move || ailang::check_source(&source, "m.ail", true)).expect("thread");
     assert!(errors.iter().all(|e| e.code == "TC999"), "{errors:?}");
 }
+
+#[test]
+fn a_constructor_named_like_a_std_one_is_checked_against_the_modules_own_type() {
+    // Both the module's `P` and the prelude's Option have a `Some`; the loader binds the
+    // module's, so the checker must too, every time.
+    let source = "module m\n\ntype P = Some(float, float) | Nope\n\nexport func main() -> string {\n  match Some(1.0, 2.0) {\n    Some(a, b) => show(a + b),\n    Nope => \"n\"\n  }\n}\n";
+    for _ in 0..8 {
+        let (errors, stdout) = errors_of(source);
+        assert!(errors.is_empty(), "{stdout}");
+    }
+    let in_process = ailang::check_source(source, "m.ail", true);
+    assert!(in_process.is_empty(), "{in_process:?}");
+}

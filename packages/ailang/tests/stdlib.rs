@@ -160,3 +160,17 @@ fn show_is_in_the_prelude() {
         ],
     );
 }
+
+#[test]
+fn pow_and_the_power_operator_are_the_c_library_pow() {
+    expect_lines(
+        "import std/math (pow)",
+        &[
+            ("show(pow(2.0, 0.5))", &format!("{:?}", 2f64.powf(0.5))),
+            ("show(2.0 ** 10.0)", "1024.0"),
+            ("show(pow(1.0000001, 1234567.0))", &format!("{:?}", 1.0000001f64.powf(1234567.0))),
+            ("show(pow(10.0, -3.7))", &format!("{:?}", 10f64.powf(-3.7))),
+            ("show(pow(-8.0, 1.0 / 3.0))", "NaN"),
+        ],
+    );
+}
