@@ -13,6 +13,8 @@ pub mod callback;
 pub mod card;
 pub mod cli;
 pub mod core;
+#[cfg(test)]
+mod fuzzing;
 pub mod json;
 pub mod limits;
 pub mod mcp;

@@ -407,7 +407,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
+        #![proptest_config(crate::fuzzing::config(512))]
 
         #[test]
         fn resolve_never_panics(
