@@ -239,6 +239,35 @@ fn long_operator_and_postfix_chains_are_diagnosed_without_overflow() {
         let codes: Vec<&str> = errors.iter().map(|e| e.code.as_str()).collect();
         assert!(codes.first().is_some_and(|code| ["PAR999", "TC999"].contains(code)), "{name}: {codes:?}");
     }
+    // Types and patterns nest too, and so do other expression forms; these are built by
+    // recursion, so a fifth of the links is already far past every limit.
+    const NESTED: usize = LINKS / 5;
+    let declarations = [
+        ("nested list type", format!("func f(x: {}int{}) -> int = 1", "[".repeat(NESTED), "]".repeat(NESTED))),
+        ("function type chain", format!("func f(x: {}int) -> int = 1", "(int) -> ".repeat(NESTED))),
+        (
+            "nested tuple pattern",
+            format!("func f(x: int) -> int = match x {{ {}y{} => 1 }}", "(".repeat(NESTED), ")".repeat(NESTED)),
+        ),
+        (
+            "cons pattern chain",
+            format!("func f(x: [int]) -> int = match x {{ {}[] => 1, _ => 0 }}", "a :: ".repeat(NESTED)),
+        ),
+        ("lambda chain", format!("func f(x: int) -> int = {}1", "\\y. ".repeat(NESTED))),
+        ("let-in chain", format!("func f(x: int) -> int = {}1", "let y = 1 in ".repeat(NESTED))),
+        ("match chain", format!("func f(x: int) -> int = {}1", "match x { _ => ".repeat(NESTED))),
+        ("nested records", format!("func f(x: int) -> int = {}1{}", "{a: ".repeat(NESTED), "}".repeat(NESTED))),
+        (
+            "nested interpolation",
+            format!("func f(x: int) -> string = {}1{}", "\"${".repeat(NESTED), "}\"".repeat(NESTED)),
+        ),
+    ];
+    for (name, decl) in declarations {
+        let source = format!("module m\n{decl}\n");
+        let errors = ailang::check_source(&source, "m.ail", true);
+        let codes: Vec<&str> = errors.iter().map(|e| e.code.as_str()).collect();
+        assert!(!codes.is_empty(), "{name}");
+    }
     // A long flat block is no nesting at all: it checks.
     let block = format!("module m\nexport func main(input: string) -> int = {{ {} 1 }}\n", "let x = 1; ".repeat(LINKS));
     assert_eq!(ailang::check_source(&block, "m.ail", true).len(), 0);

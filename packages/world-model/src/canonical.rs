@@ -986,6 +986,14 @@ mod tests {
             }
         }
 
+        /// Any bytes at all: a refusal, or source text that is its own canonical form.
+        #[test]
+        fn canonical_source_never_panics_and_is_a_fixed_point(raw in prop::collection::vec(prop_oneof![any::<u8>(), prop::sample::select(b"\r\n\t \0\xef\xbb\xbf".to_vec())], 0..128)) {
+            if let Ok(once) = canonical_source(&raw) {
+                prop_assert_eq!(canonical_source(&once).unwrap(), once);
+            }
+        }
+
         #[test]
         fn canonical_source_is_idempotent(raw in "[a \\t\\r\\n\u{e9}]{0,64}") {
             let once = canonical_source(raw.as_bytes()).unwrap();
