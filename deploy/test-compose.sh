@@ -234,6 +234,19 @@ done
 [ "$served" -ge 2 ] || fail "the proxy sent every call to one edge replica"
 say "calls spread over $served of $edges edge replicas"
 
+# --- the explorer behind the proxy ---------------------------------------------
+say "the explorer through the proxy: /ui/ and the calls it reads"
+headers=$(curl -fsS --max-time 10 -D - -o /dev/null "$url/ui/") || fail "GET /ui/ through the proxy failed"
+grep -qi "^content-security-policy: default-src 'none'" <<<"$headers" || fail "/ui/ lacks its policy: $headers"
+page=$(curl -fsS --max-time 10 -H "Authorization: Bearer $token" "$url/v1/calls?find=compose-$run_id-1") ||
+    fail "GET /v1/calls through the proxy failed"
+python3 - "$page" "$run_id" <<'PY' || fail "the explorer's read does not show call 1: $page"
+import json, sys
+page, run_id = json.loads(sys.argv[1]), sys.argv[2]
+[call] = page["items"]
+assert call["invocationId"].endswith(f":compose-{run_id}-1") and call["outcome"] == "ok", call
+PY
+
 # --- an edge dies mid-traffic -------------------------------------------------
 victim=$(head -n 1 <<<"$edge_ids")
 say "killing edge ${victim:0:12} while 4 clients call through the proxy"

@@ -7,11 +7,15 @@
 #     superuser password, stopped and removed when this script exits. Debian's
 #     `postgresql` is installed when the binaries are missing and we run as root.
 #   * Python: a virtualenv at target/test-venv with tests/python/requirements.txt
-#     installed (the MCP SDK, FastMCP and the A2A SDK), rebuilt when the requirements change.
+#     installed (the MCP SDK, FastMCP, the A2A SDK and Playwright), rebuilt when the
+#     requirements change.
+#   * Chromium: Debian's `chromium`, installed when missing and we run as root, for the
+#     explorer's browser test.
 #
-# WORLD_TEST_POSTGRES_URL (an admin URL of a server the tests may create databases on)
-# and WORLD_TEST_PYTHON (a python with the requirements installed), when set, are used
-# instead. Arguments go to `cargo nextest run`, e.g. tests/run.sh -E 'test(store)'.
+# WORLD_TEST_POSTGRES_URL (an admin URL of a server the tests may create databases on),
+# WORLD_TEST_PYTHON (a python with the requirements installed) and WORLD_TEST_CHROMIUM (a
+# Chromium executable), when set, are used instead. Arguments go to `cargo nextest run`,
+# e.g. tests/run.sh -E 'test(store)'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -189,6 +193,24 @@ $(cat "$requirements")"
         rm -f "${venv}.log"
     fi
     export WORLD_TEST_PYTHON="$venv/bin/python"
+fi
+
+# ---------------------------------------------------------------------------
+# Chromium, for the explorer's browser test (Playwright drives it; it cannot download one)
+
+if [ -n "${WORLD_TEST_CHROMIUM:-}" ]; then
+    say "Chromium: using WORLD_TEST_CHROMIUM ($WORLD_TEST_CHROMIUM)"
+else
+    chromium=$(command -v chromium || command -v chromium-browser || true)
+    if [ -z "$chromium" ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+        say "installing Debian's chromium (the explorer's browser test drives it)"
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+        chromium=$(command -v chromium || true)
+    fi
+    [ -n "$chromium" ] || die "Chromium is missing: install it (Debian: sudo apt-get install chromium)," \
+        "or set WORLD_TEST_CHROMIUM to a Chromium or Chrome executable"
+    export WORLD_TEST_CHROMIUM="$chromium"
 fi
 
 # ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 
 pub mod archive;
 pub mod attended;
+pub mod calls;
 pub mod capsule;
 pub mod effects;
 pub mod fault;

@@ -48,9 +48,17 @@ fn empty_access() -> AccessTriple {
     AccessTriple { effect: String::new(), scope: String::new(), cost: 0 }
 }
 
+/// Parses a manifest. A refusal names the offending field by its path in the manifest
+/// (`[2].declaredEffects[0].cost`), so a long manifest needs no bisecting.
 pub fn parse_manifest(bytes: &[u8], path: &str) -> Result<Vec<ManifestEntry>, String> {
+    let mut decoder = serde_json::Deserializer::from_slice(bytes);
     let entries: Vec<ManifestEntry> =
-        serde_json::from_slice(bytes).map_err(|e| format!("parse manifest {path}: {e}"))?;
+        serde_path_to_error::deserialize(&mut decoder).map_err(|error| match error.path().to_string().as_str() {
+            // The root: the document itself is not a JSON array.
+            "." => format!("parse manifest {path}: {}", error.inner()),
+            field => format!("parse manifest {path}: {field}: {}", error.inner()),
+        })?;
+    decoder.end().map_err(|error| format!("parse manifest {path}: {error}"))?;
     if entries.is_empty() {
         return Err("manifest holds no descriptors".into());
     }
@@ -326,4 +334,130 @@ async fn reverify(store: &Store, archive: &Archive, changes: &Changes, slots: &S
             .map_err(|output| not_loadable(descriptor.id.as_str(), &descriptor.transition_fn, &output))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn entry(id: &str) -> Value {
+        json!({
+            "id": id,
+            "title": "Echo",
+            "description": "echoes",
+            "transitionFnFile": "echo.ail",
+            "semanticsEpoch": 1,
+            "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object"},
+            "access": {"effect": "world.apply", "scope": "world", "cost": 1},
+            "declaredEffects": [{"effect": "Workspace.Read", "scope": "worktree", "cost": 1}],
+        })
+    }
+
+    fn parse(manifest: &Value) -> Result<Vec<ManifestEntry>, String> {
+        parse_manifest(&serde_json::to_vec(manifest).unwrap(), "m.json")
+    }
+
+    #[test]
+    fn a_refusal_names_the_field_path() {
+        let mut manifest = json!([entry("a"), entry("b"), entry("c")]);
+        manifest[2]["declaredEffects"][0]["cost"] = json!("1");
+        assert_eq!(
+            parse(&manifest).err().unwrap(),
+            "parse manifest m.json: [2].declaredEffects[0].cost: invalid type: string \"1\", expected i64 at line 1 \
+             column 687"
+        );
+        // The first offending field is the one named.
+        manifest[1]["access"] = json!({"effect": "e", "scope": "s"});
+        assert_eq!(
+            parse(&manifest).err().unwrap(),
+            "parse manifest m.json: [1].access: missing field `cost` at line 1 column 335"
+        );
+        let table: [(&[u8], &str); 5] = [
+            (b"{not json", "parse manifest m.json: invalid type: map, expected a sequence at line 1 column 0"),
+            (b"{}", "parse manifest m.json: invalid type: map, expected a sequence at line 1 column 0"),
+            (
+                b"[1]",
+                "parse manifest m.json: [0]: invalid type: integer `1`, expected struct ManifestEntry at line 1 column 2",
+            ),
+            (b"[{\"id\":\"a\"}] x", "parse manifest m.json: trailing characters at line 1 column 14"),
+            (b"[]", "manifest holds no descriptors"),
+        ];
+        for (bytes, message) in table {
+            assert_eq!(parse_manifest(bytes, "m.json").err().unwrap(), message);
+        }
+    }
+
+    /// A field of a manifest entry and a value of a type it never takes.
+    fn mistyped_field() -> impl Strategy<Value = (&'static str, Value)> {
+        prop::sample::select(vec![
+            ("id", json!(7)),
+            ("id", Value::Null),
+            ("title", json!(["Echo"])),
+            ("description", json!({"text": "x"})),
+            ("transitionFnFile", json!(5)),
+            ("transitionFn", json!(true)),
+            ("semanticsEpoch", json!("1")),
+            ("semanticsEpoch", json!(1.5)),
+            ("access", json!("world.apply")),
+            ("access.cost", json!("1")),
+            ("access.effect", json!(1)),
+            ("access.scope", Value::Null),
+            ("declaredEffects", json!({"effect": "x"})),
+            ("declaredEffects[0]", json!(["Workspace.Read"])),
+            ("declaredEffects[0].cost", json!(1e300)),
+            ("declaredEffects[0].scope", json!(false)),
+        ])
+    }
+
+    fn set(value: &mut Value, field: &str, replacement: Value) {
+        let pointer = format!("/{}", field.replace("[0]", "/0").replace('.', "/"));
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        match value.pointer_mut(parent).unwrap() {
+            Value::Array(items) => items[key.parse::<usize>().unwrap()] = replacement,
+            parent => {
+                parent.as_object_mut().unwrap().insert(key.to_owned(), replacement);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256),
+            ..ProptestConfig::default()
+        })]
+
+        /// One mistyped field anywhere in a manifest of lawful entries: the refusal names its
+        /// path; with none, every entry parses, unknown keys ignored.
+        #[test]
+        fn a_mistyped_field_is_refused_by_its_path(
+            entries in 1usize..6,
+            broken in proptest::option::of((any::<prop::sample::Index>(), mistyped_field())),
+            unknown in any::<bool>(),
+        ) {
+            let mut manifest: Vec<Value> = (0..entries).map(|i| entry(&format!("t{i}"))).collect();
+            if unknown {
+                manifest[0]["interpreter"] = json!({"note": "ignored"});
+            }
+            let expected = broken.map(|(index, (field, value))| {
+                let index = index.index(entries);
+                set(&mut manifest[index], field, value);
+                format!("parse manifest m.json: [{index}].{field}: ")
+            });
+            match (parse(&Value::Array(manifest)), expected) {
+                (Ok(parsed), None) => prop_assert_eq!(parsed.len(), entries),
+                (Err(message), Some(prefix)) => prop_assert!(message.starts_with(&prefix), "{} does not start {}", message, prefix),
+                (outcome, expected) => prop_assert!(false, "{:?} vs {:?}", outcome.map(|e| e.len()), expected),
+            }
+        }
+
+        #[test]
+        fn the_manifest_parser_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..256), text in "[\\[\\]{}\":,a-zA-Z0-9 ]{0,96}") {
+            let _ = parse_manifest(&bytes, "m.json");
+            let _ = parse_manifest(text.as_bytes(), "m.json");
+        }
+    }
 }

@@ -404,6 +404,46 @@ impl CoreClient {
         }
     }
 
+    /// The caller's own session with each grant's spend.
+    pub async fn session_view(&self, credential: &Forwarded) -> Result<pb::SessionView, Failure> {
+        use pb::session_reply::Outcome;
+        let reply = self
+            .unary(
+                "session",
+                Some(credential),
+                deadline::READ,
+                LostReply::Retryable,
+                pb::SessionRequest {},
+                |channel, request| async move { StoreClient::new(channel).session(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Session(view)) => Ok(view),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("session")),
+        }
+    }
+
+    /// A page of the log read as calls, or the call `request.find` names.
+    pub async fn calls(&self, credential: &Forwarded, request: pb::CallsRequest) -> Result<pb::CallPage, Failure> {
+        use pb::calls_reply::Outcome;
+        let reply = self
+            .unary(
+                "calls",
+                Some(credential),
+                deadline::READ,
+                LostReply::Retryable,
+                request,
+                |channel, request| async move { StoreClient::new(channel).calls(request).await },
+            )
+            .await?;
+        match reply.outcome {
+            Some(Outcome::Page(page)) => Ok(page),
+            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply("calls")),
+        }
+    }
+
     pub async fn registry_head(&self, credential: &Forwarded, name: &str) -> Result<String, Failure> {
         use pb::registry_head_reply::Outcome;
         let message = pb::RegistryHeadRequest { name: name.to_owned() };

@@ -13,6 +13,8 @@ pub mod callback;
 pub mod card;
 pub mod cli;
 pub mod core;
+#[cfg(test)]
+mod fuzzing;
 pub mod json;
 pub mod limits;
 pub mod mcp;
@@ -23,6 +25,7 @@ pub mod router;
 pub mod server;
 pub mod session;
 pub mod surface;
+pub mod ui;
 pub mod wire;
 
 pub use cli::{EdgeArgs, LogFormat};

@@ -624,7 +624,9 @@ fn meta_trace_context(params: &RawValue) -> Option<(String, Option<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fuzzing::{member, spelling};
     use proptest::prelude::*;
+    use serde_json::json;
 
     #[test]
     fn origin_policy() {
@@ -807,7 +809,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::fuzzing::config(256))]
 
         #[test]
         fn origin_and_body_parsing_never_panic(text in ".{0,64}") {
@@ -815,6 +817,68 @@ mod tests {
             let _ = top_level_id(text.as_bytes());
             let _ = classify(text.as_bytes());
             let _ = input_schema(text.as_bytes());
+        }
+    }
+
+    fn go_text(value: &Option<serde_json::Value>) -> Option<String> {
+        match value {
+            None | Some(serde_json::Value::Null) => Some(String::new()),
+            Some(serde_json::Value::String(text)) => Some(text.clone()),
+            Some(_) => None,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzzing::config(512))]
+
+        /// Every message is classified by its members as mcphttp does: a parse error for
+        /// undecodable JSON or wrongly typed `jsonrpc`/`method`, `-32600` for another version or
+        /// a message that is none of request, notification and response; ids echo as sent.
+        #[test]
+        fn messages_are_classified_by_their_members(
+            jsonrpc in member(vec![json!("2.0"), json!("2.0"), json!("1.0"), json!(2), serde_json::Value::Null]),
+            id in member(vec![json!(2), json!("x"), serde_json::Value::Null, json!([1, "<"]), json!(0.5)]),
+            method in member(vec![json!("tools/call"), json!("ping"), json!(""), serde_json::Value::Null, json!(1)]),
+            params in member(vec![json!({}), json!({"name": "x", "arguments": {}}), json!([]), serde_json::Value::Null]),
+            result in member(vec![json!({}), serde_json::Value::Null]),
+            error in member(vec![json!({"code": 1}), serde_json::Value::Null]),
+            trailing in prop::sample::select(vec!["", "", "\n", " x"]),
+            spelling in spelling(),
+        ) {
+            let body = spelling.object(&[
+                ("jsonrpc", &jsonrpc), ("id", &id), ("method", &method), ("params", &params), ("result", &result), ("error", &error),
+            ]) + trailing;
+            let id_text = id.as_ref().map(json::marshal).map(|b| String::from_utf8(b).unwrap()).unwrap_or("null".into());
+            let want = match (go_text(&jsonrpc), go_text(&method)) {
+                _ if !trailing.trim().is_empty() => "parse".to_owned(),
+                (None, _) | (_, None) => "parse".to_owned(),
+                (Some(version), _) if version != "2.0" => format!("-32600 expected jsonrpc: \"2.0\" id={id_text}"),
+                (Some(_), Some(method)) if !method.is_empty() && id.is_some() => {
+                    let params = params.as_ref().map(json::marshal).map(|b| String::from_utf8(b).unwrap());
+                    format!("request id={id_text} method={method} params={}", params.as_deref().unwrap_or("-"))
+                }
+                (Some(_), Some(method)) if !method.is_empty() => "ignored".to_owned(),
+                _ if id.is_some() && (result.is_some() || error.is_some()) => "ignored".to_owned(),
+                _ => format!("-32600 not a JSON-RPC request, notification or response id={id_text}"),
+            };
+            let mut got = row(&body);
+            if got.starts_with("parse") {
+                got = "parse".to_owned();
+            }
+            if let Some(rest) = got.strip_prefix("request ") {
+                // Params keep the client's member order and spacing; compare them as values.
+                let (head, params) = rest.split_once(" params=").unwrap();
+                let params = if params == "-" { "-".to_owned() } else {
+                    String::from_utf8(json::marshal(&serde_json::from_str::<serde_json::Value>(params).unwrap())).unwrap()
+                };
+                got = format!("request {head} params={params}");
+            }
+            prop_assert_eq!(got, want, "{}", body);
+            // The POST's own id is the top-level id of an object, whatever else is wrong.
+            let post_id = top_level_id(body.as_bytes());
+            if trailing.trim().is_empty() {
+                prop_assert_eq!(post_id.get(), id_text.as_str());
+            }
         }
     }
 }

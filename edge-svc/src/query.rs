@@ -210,7 +210,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::fuzzing::config(256))]
 
         #[test]
         fn query_and_integer_parsers_never_panic(raw in ".{0,64}", key in "[a-z%+]{0,8}") {

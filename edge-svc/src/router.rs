@@ -26,6 +26,12 @@ pub enum Route {
     Registry,
     Commit,
     Receipt,
+    /// `GET /v1/session`: the caller's session and its grants' spend (the explorer's).
+    Session,
+    /// `GET /v1/calls`: the log read as calls (the explorer's).
+    Calls,
+    /// `GET /ui/…`: the explorer's page and assets.
+    Ui,
     AgentCard,
     /// `agent-card.json`: A2A 1.0's card with 0.3's fields.
     A2aCard,
@@ -100,6 +106,9 @@ const PATTERNS: &[Pattern] = &[
         route: Route::Receipt,
         text: "GET /v1/receipts/{id}",
     },
+    Pattern { verb: Verb::Get, segments: &[L("v1"), L("session")], route: Route::Session, text: "GET /v1/session" },
+    Pattern { verb: Verb::Get, segments: &[L("v1"), L("calls")], route: Route::Calls, text: "GET /v1/calls" },
+    Pattern { verb: Verb::Get, segments: &[L("ui"), Rest], route: Route::Ui, text: "GET /ui/" },
     Pattern {
         verb: Verb::Get,
         segments: &[L(".well-known"), L("agent.json")],
@@ -398,7 +407,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
+        #![proptest_config(crate::fuzzing::config(512))]
 
         #[test]
         fn resolve_never_panics(

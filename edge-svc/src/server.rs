@@ -25,7 +25,7 @@ use crate::limits::Limits;
 use crate::mcp::OriginPolicy;
 use crate::metrics::Metrics;
 use crate::router::{self, Resolution, Route};
-use crate::{a2a, card, mcp, rest, wire};
+use crate::{a2a, card, mcp, rest, ui, wire};
 
 /// How long open connections may finish after SIGINT/SIGTERM before the edge closes them.
 pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(10);
@@ -147,6 +147,9 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
         Route::Registry => rest::registry(core, headers, param).await,
         Route::Commit => rest::commit(core, headers, body, state.limits.body_read_timeout).await,
         Route::Receipt => rest::receipt(core, headers, param).await,
+        Route::Session => rest::session(core, headers).await,
+        Route::Calls => rest::calls(core, headers, query).await,
+        Route::Ui => ui::asset(param),
         Route::AgentCard => card::handle(core, headers).await,
         Route::A2aCard => card::handle_a2a(core, headers).await,
         Route::A2a => a2a::handle(core, &state.limits, &state.metrics, headers, body).await,

@@ -84,4 +84,50 @@ mod tests {
         }
         assert!(!format!("{:?}", precheck(&headers(&[bearer.as_bytes()]))).contains(TOKEN));
     }
+
+    /// A header value's bytes: mostly the grammar's own characters, now and then bytes no
+    /// token holds (obs-text, visible punctuation).
+    fn header_bytes() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let token = proptest::string::string_regex("[0-9a-fA-F]{62,66}").unwrap().prop_map(String::into_bytes);
+        let byte = prop_oneof![
+            4 => prop::sample::select(b" \tBearer0123456789abcdefABCDEF".to_vec()),
+            1 => 0x21u8..0x7f,
+            1 => 0x80u8..=0xff,
+        ];
+        prop_oneof![
+            2 => (prop::sample::select(vec![&b"Bearer "[..], b"Bearer\t", b" Bearer  ", b"bearer ", b""]), token)
+                .prop_map(|(scheme, token)| [scheme, &token].concat()),
+            1 => prop::collection::vec(byte, 0..80),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzzing::config(512))]
+
+        /// Whatever the headers' bytes, the first header alone decides, by world-model's
+        /// grammar; a credential is forwarded byte for byte as sent.
+        #[test]
+        fn the_first_header_decides_by_the_shared_grammar(values in proptest::collection::vec(header_bytes(), 0..3)) {
+            let Ok(map) = values.iter().map(|v| HeaderValue::from_bytes(v)).collect::<Result<Vec<_>, _>>() else {
+                return Ok(());
+            };
+            let mut headers = HeaderMap::new();
+            for value in map {
+                headers.append(AUTHORIZATION, value);
+            }
+            let want = match values.first() {
+                None => Err(SessionDenial::Absent),
+                Some(first) if first.is_empty() => Err(SessionDenial::Absent),
+                Some(first) => match std::str::from_utf8(first) {
+                    Ok(text) if first.iter().all(|b| *b == b'\t' || (0x20..0x7f).contains(b)) => {
+                        parse_authorization(Some(text)).map(|_| text)
+                    }
+                    _ => Err(SessionDenial::Malformed),
+                },
+            };
+            let got = precheck(&headers);
+            proptest::prop_assert_eq!(got.as_ref().map(Forwarded::as_str).map_err(|d| *d), want);
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! The whole edge in process (its axum app, driven with `oneshot`) against a small scripted
 //! core: a real tonic server on a loopback port that answers by credential, so what is pinned
-//! here is the edge's translation, not the core's rules.
+//! here is the edge's translation, not the core's rules. Its invocations are scripted by their
+//! arguments (`{"fail": code}`, `{"output": text}`, anything else echoed), so bodies fuzzed at
+//! `/mcp/` and `/a2a/` reach every wire rendering.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,6 +16,7 @@ use world_edge::mcp::OriginPolicy;
 use world_edge::{AppState, CoreClient, app};
 use world_proto::v1 as pb;
 use world_proto::v1::admission_server::{Admission, AdmissionServer};
+use world_proto::v1::invocation_server::{Invocation, InvocationServer};
 use world_proto::v1::store_server::{Store, StoreServer};
 
 const GOOD: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
@@ -57,6 +60,7 @@ impl Admission for FakeCore {
                     id: "tools.echo".into(),
                     title: "Echo".into(),
                     description: "Echoes its input".into(),
+                    input_schema: br#"{"type":"object"}"#.to_vec(),
                     ..Default::default()
                 }],
                 registry_head: HEAD.into(),
@@ -68,6 +72,56 @@ impl Admission for FakeCore {
     }
 }
 
+/// `{"fail": code}` answers that failure, `{"output": text}` commits `text` as the output
+/// verbatim (JSON or not), anything else commits `{"echo": arguments}`.
+fn scripted_outcome(arguments: &[u8], task_id: &str) -> pb::invoke_reply::Outcome {
+    use pb::invoke_reply::Outcome;
+    let value: serde_json::Value = serde_json::from_slice(arguments).unwrap_or_default();
+    if let Some(code) = value.get("fail").and_then(|c| c.as_str()) {
+        return Outcome::Failure(pb::Failure {
+            code: code.into(),
+            message: "scripted".into(),
+            effect_records: vec![HEAD.into()],
+            ..Default::default()
+        });
+    }
+    let output = match value.get("output").and_then(|o| o.as_str()) {
+        Some(text) => text.as_bytes().to_vec(),
+        None => [&b"{\"echo\":"[..], arguments, b"}"].concat(),
+    };
+    Outcome::Invoked(pb::Invoked {
+        output,
+        invocation_id: format!("a2a:ep1:{task_id}"),
+        world_ref: HEAD.into(),
+        entry_index: 3,
+        task_id: task_id.into(),
+        reconciled: false,
+    })
+}
+
+#[tonic::async_trait]
+impl Invocation for FakeCore {
+    async fn invoke(&self, request: tonic::Request<pb::InvokeRequest>) -> Reply<pb::InvokeReply> {
+        let outcome = match self.session(&request) {
+            Err(failure) => pb::invoke_reply::Outcome::Failure(failure),
+            Ok(()) => scripted_outcome(&request.get_ref().arguments, &request.get_ref().task_id),
+        };
+        Ok(Response::new(pb::InvokeReply { outcome: Some(outcome) }))
+    }
+
+    /// Task ids starting `done` committed `{"done": true}`; any other was never started.
+    async fn committed_task(&self, request: tonic::Request<pb::CommittedTaskRequest>) -> Reply<pb::InvokeReply> {
+        use pb::invoke_reply::Outcome;
+        let task_id = request.get_ref().task_id.clone();
+        let outcome = match self.session(&request) {
+            Err(failure) => Outcome::Failure(failure),
+            Ok(()) if task_id.starts_with("done") => scripted_outcome(br#"{"output":"{\"done\":true}"}"#, &task_id),
+            Ok(()) => Outcome::Failure(pb::Failure { code: "not_found".into(), ..Default::default() }),
+        };
+        Ok(Response::new(pb::InvokeReply { outcome: Some(outcome) }))
+    }
+}
+
 #[tonic::async_trait]
 impl Store for FakeCore {
     async fn health(&self, _: tonic::Request<pb::HealthRequest>) -> Reply<pb::HealthReply> {
@@ -75,6 +129,7 @@ impl Store for FakeCore {
             status: "ok".into(),
             daemon_version: "0.1.0".into(),
             store: "/tmp/fake.db".into(),
+            coordinator: true,
             ..Default::default()
         }))
     }
@@ -134,6 +189,12 @@ impl Store for FakeCore {
     async fn receipt(&self, _: tonic::Request<pb::ReceiptRequest>) -> Reply<pb::ReceiptReply> {
         Err(Status::internal("not scripted"))
     }
+    async fn session(&self, _: tonic::Request<pb::SessionRequest>) -> Reply<pb::SessionReply> {
+        Err(Status::internal("not scripted"))
+    }
+    async fn calls(&self, _: tonic::Request<pb::CallsRequest>) -> Reply<pb::CallsReply> {
+        Err(Status::internal("not scripted"))
+    }
     async fn commit(&self, request: tonic::Request<pb::CommitRequest>) -> Reply<pb::CommitReply> {
         use pb::commit_reply::Outcome;
         let outcome = match self.session(&request) {
@@ -154,7 +215,8 @@ async fn start_fake() -> (FakeCore, String) {
     tokio::spawn(async move {
         tonic::transport::Server::builder()
             .add_service(StoreServer::new(served.clone()))
-            .add_service(AdmissionServer::new(served))
+            .add_service(AdmissionServer::new(served.clone()))
+            .add_service(InvocationServer::new(served))
             .serve_with_incoming(tokio_stream_listener(listener))
             .await
             .unwrap();
@@ -341,7 +403,7 @@ async fn an_unreachable_core_is_a_503_not_a_hang() {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 64,
+        cases: cases(64),
         // Integration tests have no lib.rs beside them for the regression file.
         failure_persistence: None,
         ..ProptestConfig::default()
@@ -373,5 +435,288 @@ proptest! {
         let answer = runtime.block_on(call(&state, builder.body(Body::from(body)).unwrap()));
         prop_assert!(answer.status.as_u16() < 500 || answer.status == StatusCode::SERVICE_UNAVAILABLE,
             "{} {} -> {}", method, uri, answer.status);
+    }
+}
+
+/// One scripted core and one edge for every case of the wire properties, on a runtime that
+/// outlives the cases (a runtime per case would pay a connection per case).
+fn shared_edge() -> &'static (tokio::runtime::Runtime, AppState) {
+    static EDGE: std::sync::OnceLock<(tokio::runtime::Runtime, AppState)> = std::sync::OnceLock::new();
+    EDGE.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let state = runtime.block_on(async {
+            let (_fake, url) = start_fake().await;
+            state(&url)
+        });
+        (runtime, state)
+    })
+}
+
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|value| value.parse().ok()).unwrap_or(default)
+}
+
+/// Arguments that make the scripted core commit, fail with any code, or commit an output
+/// that is not JSON, not an object, or has duplicate members; and arguments that are not an
+/// object at all.
+fn arguments() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::{Value, json};
+    let mut codes: Vec<&str> = world_model::FailureCode::ALL.iter().map(|code| code.as_str()).collect();
+    codes.extend(["no_such_code", ""]);
+    prop_oneof![
+        2 => Just(json!({"a": 1, "s": "<&>"})),
+        3 => prop::sample::select(codes).prop_map(|code| json!({"fail": code})),
+        2 => prop::sample::select(vec!["{\"ok\":true}", "[1]", "not json", "", "{\"b\":1,\"b\":2}", "1e400", "{\"n\":1.50}", "null"])
+            .prop_map(|output| json!({"output": output})),
+        1 => prop::sample::select(vec![json!([1]), json!("x"), Value::Null, json!(7)]),
+    ]
+}
+
+fn id() -> impl Strategy<Value = Option<serde_json::Value>> {
+    use serde_json::json;
+    prop::option::weighted(
+        0.9,
+        prop::sample::select(vec![json!(1), json!("x<"), serde_json::Value::Null, json!([1]), json!(2.50)]),
+    )
+}
+
+/// A JSON-RPC object: mostly well formed, with members of every wrong kind now and then.
+fn rpc(
+    call: impl Strategy<Value = (&'static str, Option<serde_json::Value>)>,
+) -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::json;
+    let version = prop_oneof![12 => Just(json!("2.0")), 1 => Just(json!("1.0")), 1 => Just(json!(2))];
+    (version, id(), call).prop_map(|(version, id, (method, params))| {
+        let mut message = json!({"jsonrpc": version, "method": method});
+        if let Some(id) = id {
+            message["id"] = id;
+        }
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        message
+    })
+}
+
+fn mcp_message() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::json;
+    let name = prop_oneof![8 => Just(json!("tools_decho")), 1 => prop::sample::select(vec![json!("tools.echo"), json!("nope"), json!(7)])];
+    let call = (name, prop::option::weighted(0.9, arguments())).prop_map(|(name, arguments)| {
+        let mut params = json!({"name": name});
+        if let Some(arguments) = arguments {
+            params["arguments"] = arguments;
+        }
+        params
+    });
+    let params = prop::option::weighted(
+        0.95,
+        prop_oneof![
+            4 => call,
+            1 => Just(json!({"protocolVersion": "2025-06-18", "_meta": {"traceparent": "00-zz-00"}})),
+            1 => prop::sample::select(vec![json!({}), json!([]), serde_json::Value::Null, json!("x")]),
+        ],
+    );
+    let method = prop_oneof![
+        8 => Just("tools/call"),
+        1 => prop::sample::select(vec!["tools/list", "initialize", "ping", "notifications/initialized", "nope", ""]),
+    ];
+    rpc((method, params))
+}
+
+fn a2a_message() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::json;
+    let pin = || prop::option::weighted(0.2, prop::sample::select(vec![json!(HEAD), json!("nope"), json!(5)]));
+    let skill =
+        || prop_oneof![8 => Just(json!("tools.echo")), 1 => prop::sample::select(vec![json!("nope"), json!(7)])];
+    let task_id = || {
+        prop_oneof![
+            8 => prop::sample::select(vec![json!("t-1"), json!("done-1")]),
+            1 => prop::sample::select(vec![json!(""), json!("bad id!"), json!("x".repeat(129)), json!(7)]),
+        ]
+    };
+    let part = || (prop_oneof![8 => Just("data"), 1 => Just("text")], arguments());
+    let parts =
+        move || prop_oneof![8 => prop::collection::vec(part(), 1..=1), 1 => prop::collection::vec(part(), 0..3)];
+    let tasks_send = move || {
+        (task_id(), skill(), pin(), parts()).prop_map(|(id, skill, pin, parts)| {
+            let parts: Vec<_> = parts.into_iter().map(|(kind, data)| json!({"type": kind, "data": data})).collect();
+            let mut metadata = json!({"skill_id": skill});
+            if let Some(pin) = pin {
+                metadata["transition_fn"] = pin;
+            }
+            json!({"id": id, "metadata": metadata, "message": {"role": "user", "parts": parts}})
+        })
+    };
+    let v03 = move || {
+        (task_id(), skill(), arguments()).prop_map(|(id, skill, data)| {
+            json!({"message": {"kind": "message", "messageId": id, "role": "user", "parts": [{"kind": "data", "data": data}], "metadata": {"skill_id": skill}}})
+        })
+    };
+    let v1 = move || {
+        (task_id(), skill(), arguments()).prop_map(|(id, skill, data)| {
+            json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"data": data}]}, "metadata": {"skill_id": skill}})
+        })
+    };
+    let query = move || task_id().prop_map(|id| json!({"id": id}));
+    let junk = || prop::sample::select(vec![json!({}), json!([]), serde_json::Value::Null, json!("x")]);
+    // Mostly each method with its own params shape; now and then any method with any shape.
+    let matched = prop_oneof![
+        4 => tasks_send().prop_map(|params| ("tasks/send", Some(params))),
+        2 => v03().prop_map(|params| ("message/send", Some(params))),
+        1 => tasks_send().prop_map(|params| ("message/send", Some(params))),
+        2 => v1().prop_map(|params| ("SendMessage", Some(params))),
+        1 => (prop::sample::select(vec!["GetTask", "CancelTask"]), query()).prop_map(|(m, p)| (m, Some(p))),
+    ];
+    let params = prop::option::of(prop_oneof![tasks_send(), v03(), v1(), query(), junk()]);
+    let method =
+        prop::sample::select(vec!["tasks/send", "message/send", "SendMessage", "GetTask", "CancelTask", "nope"]);
+    rpc(prop_oneof![8 => matched, 1 => (method, params)])
+}
+
+/// The serialised body, now and then cut short or with one byte replaced.
+fn body_of(value: impl Strategy<Value = serde_json::Value>) -> impl Strategy<Value = Vec<u8>> {
+    (
+        value,
+        prop::option::weighted(0.08, (any::<prop::sample::Index>(), prop::sample::select(b"{}[]\",:x\0 ".to_vec()))),
+        any::<bool>(),
+    )
+        .prop_map(|(value, garble, cut)| {
+            let mut bytes = serde_json::to_vec(&value).unwrap();
+            if let Some((at, byte)) = garble {
+                let at = at.index(bytes.len());
+                if cut { bytes.truncate(at) } else { bytes[at] = byte }
+            }
+            bytes
+        })
+}
+
+fn authorization() -> impl Strategy<Value = Option<String>> {
+    prop_oneof![
+        12 => Just(Some(format!("Bearer {GOOD}"))),
+        1 => Just(None),
+        1 => Just(Some("Bearer short".to_owned())),
+        1 => Just(Some(format!("Bearer {}", "ab".repeat(32)))),
+        1 => Just(Some(format!("Bearer {EXPIRED}"))),
+    ]
+}
+
+fn post(path: &str, authorization: Option<&str>, headers: &[(&str, &str)], body: Vec<u8>) -> Answer {
+    let (runtime, state) = shared_edge();
+    let mut builder = Request::builder().method("POST").uri(path).header("host", "edge.test:7644");
+    if let Some(value) = authorization {
+        builder = builder.header("authorization", value);
+    }
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    runtime.block_on(call(state, builder.body(Body::from(body)).unwrap()))
+}
+
+/// A JSON-RPC response object (or a batch of them): version 2.0, an id, and exactly one of
+/// result and error, the error's code in the JSON-RPC server range with a message. Values are
+/// read raw: an output may hold numbers no f64 holds.
+fn assert_json_rpc(text: &str) -> Result<(), TestCaseError> {
+    #[derive(serde::Deserialize)]
+    struct ErrorObject {
+        code: i64,
+        message: String,
+    }
+    type Members<'a> = std::collections::BTreeMap<String, &'a serde_json::value::RawValue>;
+    let text = text.trim_end();
+    let fail = |e: serde_json::Error| TestCaseError::fail(format!("{e}: {text}"));
+    let replies: Vec<&serde_json::value::RawValue> = if text.starts_with('[') {
+        serde_json::from_str(text).map_err(fail)?
+    } else {
+        vec![serde_json::from_str(text).map_err(fail)?]
+    };
+    for raw in replies {
+        // Members read raw (a null id is still an id).
+        let reply: Members<'_> = serde_json::from_str(raw.get()).map_err(fail)?;
+        prop_assert_eq!(reply.get("jsonrpc").map(|v| v.get()), Some("\"2.0\""), "{}", text);
+        prop_assert!(reply.contains_key("id"), "{}", text);
+        prop_assert!(reply.contains_key("result") != reply.contains_key("error"), "{}", text);
+        if let Some(error) = reply.get("error") {
+            let error: ErrorObject = serde_json::from_str(error.get()).map_err(fail)?;
+            prop_assert!((-32768..=-32000).contains(&error.code), "{}", text);
+            prop_assert!(!error.message.is_empty(), "{}", text);
+        }
+    }
+    Ok(())
+}
+
+/// `result.artifacts[0].parts[0].data` (or under `result.task` for A2A 1.0), read raw.
+fn task_data(body: &str) -> Option<String> {
+    use serde_json::value::RawValue;
+    type Members<'a> = std::collections::BTreeMap<String, &'a RawValue>;
+    let member = |raw: &str, key: &str| -> Option<String> {
+        serde_json::from_str::<Members<'_>>(raw).ok()?.get(key).map(|v| v.get().to_owned())
+    };
+    let first = |raw: &str| -> Option<String> {
+        serde_json::from_str::<Vec<&RawValue>>(raw).ok()?.first().map(|v| v.get().to_owned())
+    };
+    let result = member(body.trim_end(), "result")?;
+    let task = member(&result, "task").unwrap_or(result);
+    let part = first(&member(&first(&member(&task, "artifacts")?)?, "parts")?)?;
+    member(&part, "data")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(192), failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any A2A body, method, params shape, part, pin, task id, header and credential: HTTP 200
+    /// and one JSON-RPC response, never a 5xx.
+    #[test]
+    fn a2a_answers_every_request_with_one_json_rpc_response(
+        authorization in authorization(),
+        version in prop::option::weighted(0.7, prop::sample::select(vec!["1.0", "1.0", "1.0", "0.3", "1.0.2", "x"])),
+        body in body_of(a2a_message()),
+    ) {
+        let headers: Vec<(&str, &str)> = version.iter().map(|v| ("a2a-version", *v)).collect();
+        let answer = post("/a2a/", authorization.as_deref(), &headers, body.clone());
+        prop_assert_eq!(answer.status, StatusCode::OK, "{}: {}", String::from_utf8_lossy(&body), answer.body);
+        prop_assert_eq!(answer.headers["content-type"].to_str().unwrap(), "application/json");
+        assert_json_rpc(&answer.body)?;
+        // A completed task's data is the output object, in every vocabulary (reference-edge §5.4).
+        if let Some(data) = task_data(&answer.body) {
+            prop_assert!(data.starts_with('{'), "{}", answer.body);
+        }
+    }
+
+    /// Any MCP body (single, batch or garbled), header set and credential: a 401 denial, a
+    /// 400 or 403 JSON-RPC error, a 202, or a 200 that is either one SSE event carrying
+    /// JSON-RPC or the whole-POST JSON envelope; never a 5xx.
+    #[test]
+    fn mcp_answers_every_request_without_a_server_error(
+        authorization in authorization(),
+        content_type in prop_oneof![12 => Just("application/json"), 1 => Just("application/json; charset=utf-8"), 1 => Just("text/plain")],
+        accept in prop_oneof![12 => Just("application/json, text/event-stream"), 1 => Just("application/json"), 1 => Just("*/*")],
+        version in prop::option::of(prop_oneof![6 => Just("2025-03-26"), 1 => Just("2025-06-18"), 1 => Just("2025-11-25"), 1 => Just("1999-01-01")]),
+        origin in prop::option::weighted(0.05, prop::sample::select(vec!["http://localhost:3000", "https://evil.example"])),
+        shape in prop::sample::select(vec!["one", "one", "one", "batch"]),
+        messages in prop::collection::vec(body_of(mcp_message()), 0..4),
+    ) {
+        let body = match (shape, messages.as_slice()) {
+            ("one", [first, ..]) => first.clone(),
+            ("one", []) => Vec::new(),
+            _ => [&b"["[..], &messages.join(&b","[..]), b"]"].concat(),
+        };
+        let mut headers = vec![("content-type", content_type), ("accept", accept)];
+        headers.extend(version.map(|v| ("mcp-protocol-version", v)));
+        headers.extend(origin.map(|o| ("origin", o)));
+        let answer = post("/mcp/", authorization.as_deref(), &headers, body.clone());
+        let sent = String::from_utf8_lossy(&body).into_owned();
+        let content = answer.headers.get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        match answer.status.as_u16() {
+            401 => prop_assert!(content.starts_with("text/plain"), "{}", sent),
+            400 | 403 => assert_json_rpc(&answer.body)?,
+            202 => prop_assert_eq!(answer.body.as_str(), ""),
+            200 if content == "text/event-stream" => {
+                let data = answer.body.strip_prefix("event: message\ndata: ").and_then(|rest| rest.strip_suffix("\n\n"));
+                prop_assert!(data.is_some(), "{} -> {:?}", sent, answer.body);
+                assert_json_rpc(data.unwrap_or_default())?;
+            }
+            200 => assert_json_rpc(&answer.body)?,
+            status => prop_assert!(false, "{} -> {} {}", sent, status, answer.body),
+        }
     }
 }

@@ -694,6 +694,8 @@ fn is_ignorable(c: char) -> bool {
 mod tests {
     use std::os::unix::fs::{MetadataExt, symlink};
 
+    use proptest::prelude::*;
+
     use super::*;
 
     fn episode(name: &str) -> Episode {
@@ -957,5 +959,165 @@ mod tests {
         let error = worktree.write(&name, b"changed", &ConfinementPolicy::default()).unwrap_err();
         assert!(error.to_string().ends_with("it is a symlink; writes never follow or replace symlinks"), "{error}");
         assert_eq!(std::fs::read(outside.path()).unwrap(), b"secret");
+    }
+
+    /// Every file beneath `dir` that is not beneath `except`, with its bytes (symlinks as
+    /// their targets), in a stable order.
+    fn snapshot(dir: &Path, except: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for path in entries {
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.file_type().is_symlink() {
+                out.push((path.clone(), std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes()));
+            } else if meta.is_dir() {
+                out.push((path.clone(), b"dir".to_vec()));
+                if path != except {
+                    snapshot(&path, except, out);
+                }
+            } else {
+                out.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+
+    /// Link targets that leave the worktree, re-enter it, point into `.git`, loop, or name a
+    /// magic link; `{outside}` and `{inside}` are absolute paths of the case's directories.
+    const LINK_TARGETS: [&str; 14] = [
+        "../../outside/secret.txt",
+        "../../outside",
+        "{outside}/secret.txt",
+        "{outside}",
+        "{inside}/a.txt",
+        "../ep1/a.txt",
+        "..",
+        "/",
+        "a.txt",
+        "sub",
+        ".git",
+        ".git/config",
+        "loop",
+        "/proc/self/root",
+    ];
+
+    const SEGMENTS: [&str; 17] = [
+        "a.txt",
+        "sub",
+        "b.txt",
+        "..",
+        ".",
+        "",
+        "l1",
+        "l2",
+        "loop",
+        ".git",
+        "config",
+        "outside",
+        "secret.txt",
+        ".GIT",
+        "new.txt",
+        "ep1",
+        "git~1",
+    ];
+
+    #[derive(Clone, Copy, Debug)]
+    enum Op {
+        Read,
+        Edit,
+        Write { create_parents: bool },
+    }
+
+    /// Paths by the links (and on through them) most of the time, since that is where an escape
+    /// would be; otherwise any mix of segments, or absolute paths.
+    fn access_path() -> impl Strategy<Value = String> {
+        let through_link = (
+            prop::sample::select(vec!["l1", "sub/l2", "loop", "./l1", "sub//l2"]),
+            prop::sample::select(vec!["", "", "/secret.txt", "/a.txt", "/config", "/dir/x.txt", "/b.txt", "/new.txt"]),
+        )
+            .prop_map(|(link, rest)| format!("{link}{rest}"));
+        prop_oneof![
+            4 => through_link,
+            3 => prop::collection::vec(prop::sample::select(SEGMENTS.to_vec()), 1..5).prop_map(|s| s.join("/")),
+            1 => prop::collection::vec(prop::sample::select(SEGMENTS.to_vec()), 1..4).prop_map(|s| format!("/{}", s.join("/"))),
+            1 => Just("{outside}/secret.txt".to_owned()),
+            1 => Just("{inside}/a.txt".to_owned()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
+            ..ProptestConfig::default()
+        })]
+
+        /// Random symlinks in and around a worktree, then random reads, edits and writes by
+        /// random paths (`..`, `.`, empty and absolute ones included): a read returns only bytes
+        /// of a file inside the worktree and outside `.git`, and nothing outside the worktree,
+        /// nor its `.git`, ever changes.
+        #[test]
+        fn no_access_reaches_outside_the_worktree(
+            links in prop::collection::vec(
+                (prop::sample::select(vec!["l1", "sub/l2", "loop"]), prop::sample::select(LINK_TARGETS.to_vec())),
+                0..4,
+            ),
+            ops in prop::collection::vec(
+                (
+                    prop_oneof![
+                        Just(Op::Read),
+                        Just(Op::Edit),
+                        any::<bool>().prop_map(|create_parents| Op::Write { create_parents }),
+                    ],
+                    access_path(),
+                ),
+                1..8,
+            ),
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let outside = tmp.path().join("outside");
+            let inside = tmp.path().join("ws/ep1");
+            std::fs::create_dir_all(outside.join("dir")).unwrap();
+            std::fs::create_dir_all(inside.join("sub")).unwrap();
+            std::fs::create_dir_all(inside.join(".git")).unwrap();
+            std::fs::write(outside.join("secret.txt"), "OUTSIDE secret").unwrap();
+            std::fs::write(outside.join("dir/x.txt"), "OUTSIDE x").unwrap();
+            std::fs::write(tmp.path().join("ws/beside.txt"), "OUTSIDE beside").unwrap();
+            std::fs::write(inside.join("a.txt"), "inside a").unwrap();
+            std::fs::write(inside.join("sub/b.txt"), "inside b").unwrap();
+            std::fs::write(inside.join(".git/config"), "GIT config").unwrap();
+            let fill = |text: &str| {
+                text.replace("{outside}", outside.to_str().unwrap()).replace("{inside}", inside.to_str().unwrap())
+            };
+            for (name, target) in &links {
+                let _ = symlink(fill(target), inside.join(name));
+            }
+            let mut before = Vec::new();
+            snapshot(tmp.path(), &inside, &mut before);
+            let mut git_before = Vec::new();
+            snapshot(&inside.join(".git"), Path::new(""), &mut git_before);
+
+            let worktree = Worktree::open(&tmp.path().join("ws"), &episode("ep1")).unwrap();
+            for (op, path) in &ops {
+                let path = fill(path);
+                let policy = ConfinementPolicy {
+                    create_parent_dirs: matches!(op, Op::Write { create_parents: true }),
+                    ..ConfinementPolicy::default()
+                };
+                let read = match op {
+                    Op::Read => worktree.read(&path, &policy),
+                    Op::Edit => worktree.read_for_edit(&path, &policy),
+                    Op::Write { .. } => worktree.write(&path, b"inside written", &policy).map(|()| Vec::new()),
+                };
+                if let Ok(bytes) = read {
+                    let text = String::from_utf8_lossy(&bytes);
+                    prop_assert!(bytes.is_empty() || text.starts_with("inside"), "{:?} {} read {:?} with links {:?}", op, path, text, links);
+                }
+            }
+            let mut after = Vec::new();
+            snapshot(tmp.path(), &inside, &mut after);
+            prop_assert_eq!(before, after, "outside the worktree, after {:?} with links {:?}", ops, links);
+            let mut git_after = Vec::new();
+            snapshot(&inside.join(".git"), Path::new(""), &mut git_after);
+            prop_assert_eq!(git_before, git_after, "the worktree's .git, after {:?} with links {:?}", ops, links);
+        }
     }
 }

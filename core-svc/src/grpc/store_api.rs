@@ -11,8 +11,8 @@ use world_proto::v1::store_server::Store as StoreApi;
 
 use super::authorization;
 use super::convert::{self, parse_optional_ref, parse_ref};
-use crate::Core;
 use crate::store::{Commit, Receipt, StoreError};
+use crate::{Core, calls};
 
 pub struct StoreService {
     core: Arc<Core>,
@@ -288,6 +288,100 @@ impl StoreApi for StoreService {
             Err(failure) => Outcome::Failure(convert::failure(failure)),
         };
         Ok(Response::new(pb::CommitReply { outcome: Some(outcome) }))
+    }
+
+    async fn session(&self, request: Request<pb::SessionRequest>) -> Result<Response<pb::SessionReply>, Status> {
+        use pb::session_reply::Outcome;
+        let outcome = async {
+            let session = self.core.resolve_session(authorization(&request), "session").await?;
+            let spend = self.read(self.core.store.effect_spend(session.episode.as_str()), "session").await?;
+            let grants = session
+                .grants
+                .iter()
+                .zip(world_model::budget::seed_grants(&session.grants, &spend))
+                .map(|(grant, seeded)| pb::GrantSpend {
+                    effect: grant.effect.clone(),
+                    scope: grant.scope.clone(),
+                    budget: grant.budget,
+                    spent: world_model::budget::spent_on(grant, &spend),
+                    left: seeded.budget,
+                    expires_at: grant.expires_at,
+                })
+                .collect();
+            Ok(pb::SessionView {
+                episode: session.episode.as_str().to_owned(),
+                expires_at: session.expires_at,
+                created_at: session.created_at,
+                grants,
+            })
+        }
+        .await;
+        let outcome = match outcome {
+            Ok(view) => Outcome::Session(view),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::SessionReply { outcome: Some(outcome) }))
+    }
+
+    async fn calls(&self, request: Request<pb::CallsRequest>) -> Result<Response<pb::CallsReply>, Status> {
+        use pb::calls_reply::Outcome;
+        let outcome = async {
+            let session = self.core.resolve_session(authorization(&request), "calls").await?;
+            let message = request.get_ref();
+            let store = &self.core.store;
+            if !message.find.is_empty() {
+                let found = self.read(calls::find(store, session.episode.as_str(), &message.find), "calls").await?;
+                return Ok(pb::CallPage { items: found.into_iter().map(call).collect(), next: 0 });
+            }
+            let filter = calls::Filter { episode: message.episode.clone(), transition: message.transition.clone() };
+            let before = (message.before > 0).then_some(message.before);
+            let (items, next) = self.read(calls::page(store, before, message.limit, &filter), "calls").await?;
+            Ok(pb::CallPage { items: items.into_iter().map(call).collect(), next: next.unwrap_or(0) })
+        }
+        .await;
+        let outcome = match outcome {
+            Ok(page) => Outcome::Page(page),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
+        Ok(Response::new(pb::CallsReply { outcome: Some(outcome) }))
+    }
+}
+
+impl StoreService {
+    /// Runs a store read under the read deadline.
+    async fn read<R>(
+        &self,
+        read: impl Future<Output = Result<R, StoreError>>,
+        what: &'static str,
+    ) -> Result<R, Failure> {
+        match tokio::time::timeout(self.core.limits.read, read).await {
+            Ok(result) => result.map_err(read_failure(what)),
+            Err(_) => Err(Failure::of(FailureCode::Timeout)),
+        }
+    }
+}
+
+fn call(call: calls::Call) -> pb::Call {
+    pb::Call {
+        entry_index: call.entry.entry_index,
+        entry_hash: call.entry.entry_hash.to_string(),
+        transition_ref: call.entry.transition_ref.to_string(),
+        written_by: call.entry.written_by,
+        invocation_id: call.invocation_id,
+        episode: call.episode,
+        transition: call.transition,
+        time: call.time,
+        outcome: call.outcome.to_owned(),
+        effects: call
+            .effects
+            .into_iter()
+            .map(|e| pb::CallEffect {
+                effect: e.effect,
+                scope: e.scope,
+                status: e.status.to_owned(),
+                record: e.record.to_string(),
+            })
+            .collect(),
     }
 }
 

@@ -290,6 +290,12 @@ impl Store {
         journal::receipt(&mut *self.pool.acquire().await?, invocation_id).await
     }
 
+    /// When each of `invocation_ids` committed (its journal outcome's logical time, Unix
+    /// seconds); ids without an outcome are absent.
+    pub async fn commit_times(&self, invocation_ids: &[&str]) -> Result<HashMap<String, i64>, StoreError> {
+        journal::commit_times(&mut *self.pool.acquire().await?, invocation_ids).await
+    }
+
     /// The number of journal rows, for tests and operators.
     pub async fn journal_len(&self) -> Result<i64, StoreError> {
         let row = sqlx::query("SELECT COUNT(*) AS n FROM journal").fetch_one(&self.pool).await?;

@@ -162,6 +162,29 @@ pub(super) async fn receipt(conn: &mut AnyConnection, invocation_id: &str) -> Re
     })
 }
 
+pub(super) async fn commit_times(
+    conn: &mut AnyConnection,
+    invocation_ids: &[&str],
+) -> Result<HashMap<String, i64>, StoreError> {
+    let mut times = HashMap::with_capacity(invocation_ids.len());
+    for chunk in invocation_ids.chunks(500) {
+        let sql = format!(
+            "SELECT j.invocation_id, o.payload FROM journal j JOIN objects o ON o.hash = j.object_ref \
+             WHERE j.kind = 'outcome' AND j.invocation_id IN {}",
+            placeholders(1, chunk.len())
+        );
+        let query = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |query, id| query.bind(*id));
+        for row in query.fetch_all(&mut *conn).await? {
+            let outcome: serde_json::Value = serde_json::from_slice(&row.blob("payload")?)
+                .map_err(|e| StoreError::Damaged(format!("journal outcome is not JSON: {e}")))?;
+            if let Some(time) = outcome.get("logicalTime").and_then(serde_json::Value::as_i64) {
+                times.insert(row.text("invocation_id")?, time);
+            }
+        }
+    }
+    Ok(times)
+}
+
 /// The outcome object saying `invocation_id` committed `result_ref`.
 pub(super) fn committed_outcome_object(invocation_id: &str, result_ref: &HashRef, logical_time: i64) -> StoredObject {
     let payload = canonical_value(&json!({

@@ -1,11 +1,15 @@
 //! Objects, worlds, the log and named heads: the content-addressed half of the store.
 
+use std::collections::HashMap;
+
 use sqlx::AnyConnection;
 use world_model::HashRef;
 
 use super::rows::{column_ref, entry_from_row, object_from_row, world_from_row};
-use super::script::Script;
-use super::{LogEntry, REGISTRY_PREFIX, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, clamp_page};
+use super::script::{Script, placeholders};
+use super::{
+    Columns, LogEntry, REGISTRY_PREFIX, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, clamp_page,
+};
 
 /// `SELECT <every log entry column> FROM log_entries` followed by the given clauses.
 macro_rules! select_entries {
@@ -113,6 +117,29 @@ impl Store {
             page.push(entry);
         }
         Ok(page)
+    }
+
+    /// Up to `limit` entries below `before` (from the newest when `None`), newest first.
+    pub async fn log_page_newest_first(&self, before: Option<i64>, limit: u32) -> Result<Vec<LogEntry>, StoreError> {
+        let rows = sqlx::query(select_entries!("WHERE entry_index < $1 ORDER BY entry_index DESC LIMIT $2"))
+            .bind(before.unwrap_or(i64::MAX))
+            .bind(i64::from(clamp_page(limit)))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(entry_from_row).collect()
+    }
+
+    /// The payloads of those of `refs` the store holds, in one query.
+    pub async fn payloads(&self, refs: &[HashRef]) -> Result<HashMap<HashRef, Vec<u8>>, StoreError> {
+        let mut found = HashMap::with_capacity(refs.len());
+        for chunk in refs.chunks(500) {
+            let sql = format!("SELECT hash, payload FROM objects WHERE hash IN {}", placeholders(1, chunk.len()));
+            let query = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |q, r| q.bind(r.to_string()));
+            for row in query.fetch_all(&self.pool).await? {
+                found.insert(column_ref(&row, "hash")?, row.blob("payload")?);
+            }
+        }
+        Ok(found)
     }
 
     // ----- registry heads ------------------------------------------------

@@ -253,6 +253,9 @@ pub fn speaks_1_0(version: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
     use super::*;
 
     fn raw(text: &str) -> Box<RawValue> {
@@ -420,5 +423,125 @@ mod tests {
             String::from_utf8(v03).unwrap(),
             r#"{"artifacts":[{"artifactId":"output","parts":[{"data":{"a":"\u003cb\u003e","z":1.5},"kind":"data"}]}],"contextId":"ep1","id":"m-1","kind":"task","metadata":{"entry_index":3,"invocation_id":"a2a:ep1:m-1","world_ref":"sha256:00"},"status":{"state":"completed"}}"#
         );
+    }
+
+    /// A member value of the kind named, for the generated shapes below.
+    fn of_kind(kind: &str, object: Value) -> Option<Value> {
+        match kind {
+            "absent" => None,
+            "null" => Some(Value::Null),
+            "object" => Some(object),
+            "array" => Some(json!([])),
+            "number" => Some(json!(3)),
+            _ => Some(json!("x")),
+        }
+    }
+
+    fn kinds(weighted: &'static str) -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            6 => Just(weighted),
+            1 => prop::sample::select(vec!["absent", "null", "object", "array", "number", "string"]),
+        ]
+    }
+
+    /// The value `lookup` finds: the request's member unless absent or null, else the message's.
+    fn looked_up<'a>(request: Option<&'a Value>, message: Option<&'a Value>, key: &str) -> Option<&'a Value> {
+        let member = |metadata: Option<&'a Value>| metadata.and_then(|m| m.get(key)).filter(|v| !v.is_null());
+        member(request).or_else(|| member(message))
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzzing::config(512))]
+
+        /// `message/send` and `SendMessage` params decode as their serde shapes say, and the call
+        /// is well formed exactly when the message holds one data part of its dialect's shape
+        /// whose data is an object, with a pin (request metadata first) that is a ref if present.
+        #[test]
+        fn send_params_decode_by_their_shape(
+            v1 in any::<bool>(),
+            params_kind in kinds("object"),
+            message_kind in kinds("object"),
+            message_id in kinds("string"),
+            message_word in prop::option::of(prop::sample::select(vec![json!("message"), json!("message"), json!("task"), json!(5), Value::Null])),
+            parts_kind in kinds("array"),
+            parts in prop::collection::vec(
+                (
+                    kinds("object"),
+                    prop::option::of(prop::sample::select(vec![json!("data"), json!("data"), json!("text"), json!(5), Value::Null])),
+                    prop::option::of(prop::sample::select(vec![json!({}), json!({"a": [1]}), json!([1]), json!("x"), Value::Null])),
+                    prop::option::weighted(0.2, prop::sample::select(vec![json!("hi"), Value::Null])),
+                ),
+                0..3,
+            ),
+            request_metadata in (kinds("object"), prop::option::of(prop::sample::select(vec![json!("s1"), json!(7), Value::Null])), prop::option::weighted(0.3, prop::sample::select(vec![json!(HashRef::of(b"x").to_string()), json!("nope"), Value::Null]))),
+            message_metadata in (kinds("object"), prop::option::of(prop::sample::select(vec![json!("s2"), json!(7), Value::Null])), prop::option::weighted(0.3, prop::sample::select(vec![json!(HashRef::of(b"y").to_string()), json!("nope"), Value::Null]))),
+        ) {
+            let dialect = if v1 { Dialect::V1 } else { Dialect::V03 };
+            let metadata = |(kind, skill, pin): &(&str, Option<Value>, Option<Value>)| {
+                let mut object = json!({});
+                if let Some(skill) = skill { object["skill_id"] = skill.clone(); }
+                if let Some(pin) = pin { object["transition_fn"] = pin.clone(); }
+                of_kind(kind, object)
+            };
+            let part_values: Vec<Value> = parts.iter().map(|(kind, word, data, text)| {
+                let mut object = json!({});
+                if let Some(word) = word { object["kind"] = word.clone(); }
+                if let Some(data) = data { object["data"] = data.clone(); }
+                if let Some(text) = text { object["text"] = text.clone(); }
+                of_kind(kind, object).unwrap_or(Value::Null)
+            }).collect();
+            let mut message = json!({"role": "user"});
+            if let Some(id) = of_kind(message_id, Value::Null).map(|v| if v.is_string() { json!("m-1") } else { v }) { message["messageId"] = id; }
+            if let Some(word) = &message_word { message["kind"] = word.clone(); }
+            if let Some(parts) = of_kind(parts_kind, Value::Null).map(|v| if v == json!([]) { Value::Array(part_values.clone()) } else { v }) { message["parts"] = parts; }
+            let message_meta = metadata(&message_metadata);
+            if let Some(meta) = &message_meta { message["metadata"] = meta.clone(); }
+            let message = of_kind(message_kind, message);
+            let request_meta = metadata(&request_metadata);
+            let mut params = json!({});
+            if let Some(message) = &message { params["message"] = message.clone(); }
+            if let Some(meta) = &request_meta { params["metadata"] = meta.clone(); }
+            let params = of_kind(params_kind, params);
+
+            // What the shapes say.
+            let is = |v: &Option<Value>, ok: &dyn Fn(&Value) -> bool| v.as_ref().is_none_or(|v| v.is_null() || ok(v));
+            let message_object = message.as_ref().filter(|m| m.is_object());
+            let one_part = match (message_object, parts_kind) {
+                (Some(_), "array") => parts.len() == 1,
+                _ => false,
+            };
+            let decodes = params.as_ref().is_some_and(Value::is_object)
+                && is(&request_meta, &Value::is_object)
+                && is(&message, &Value::is_object)
+                && (message_object.is_none() || (
+                    is(&message_object.and_then(|m| m.get("messageId")).cloned(), &Value::is_string)
+                    && is(&message_word, &Value::is_string)
+                    && is(&message_object.and_then(|m| m.get("parts")).cloned(), &Value::is_array)
+                    && is(&message_meta, &Value::is_object)
+                    && (!one_part || (part_values[0].is_object() && is(&parts[0].1, &Value::is_string)))
+                ));
+            let raw_params = params.as_ref().map(|p| RawValue::from_string(p.to_string()).unwrap());
+            let parsed = parse_send(raw_params.as_deref(), dialect);
+            prop_assert_eq!(parsed.is_ok(), decodes, "{:?}", params);
+            let Ok(send) = parsed else { return Ok(()) };
+
+            let request_metadata_value = request_meta.as_ref().filter(|m| m.is_object());
+            let message_metadata_value = message_object.and(message_meta.as_ref()).filter(|m| m.is_object());
+            let skill = looked_up(request_metadata_value, message_metadata_value, "skill_id").and_then(Value::as_str).unwrap_or_default();
+            prop_assert_eq!(send.skill.as_str(), skill);
+            let pin_ok = match looked_up(request_metadata_value, message_metadata_value, "transition_fn") {
+                None => true,
+                Some(pin) => pin.as_str().is_some_and(|text| HashRef::parse(text).is_ok()),
+            };
+            let (part_kind, data, text) = (&parts.first().and_then(|p| p.1.clone()), parts.first().and_then(|p| p.2.clone()), parts.first().and_then(|p| p.3.clone()));
+            let shaped = match dialect {
+                Dialect::V03 => message_word == Some(json!("message")) && *part_kind == Some(json!("data")),
+                Dialect::V1 => text.is_none_or(|t| t.is_null()),
+            };
+            let well_formed = one_part && shaped && data.is_some_and(|d| d.is_object()) && pin_ok;
+            prop_assert_eq!(send.call.is_some(), well_formed, "{:?}", params);
+            let task_id = message_object.and_then(|m| m.get("messageId")).and_then(Value::as_str).unwrap_or_default();
+            prop_assert_eq!(send.task_id.as_str(), task_id);
+        }
     }
 }

@@ -426,7 +426,9 @@ pub fn task<'a>(task_id: &'a str, invoked: &'a pb::Invoked) -> Result<Task<'a>, 
 /// than passing through float64 (DESIGN "Deliberate differences" 1).
 pub(crate) fn sorted_output(output: &[u8]) -> Result<Box<RawValue>, Failure> {
     let sorted = match canonicalize(output, output.len()) {
-        Ok(canonical) => json::compact(&canonical),
+        Ok(canonical) if canonical.first() == Some(&b'{') => json::compact(&canonical),
+        // A number, string, array or null is valid JSON but no map: the reference's decode fails.
+        Ok(_) => return Err(Failure::of(FailureCode::OutputNotObject)),
         // The canonical parser refuses duplicate members; a map keeps the last of each.
         Err(_) => match serde_json::from_slice::<serde_json::Value>(output) {
             Ok(value @ serde_json::Value::Object(_)) => json::marshal(&value),
@@ -442,7 +444,9 @@ pub(crate) fn sorted_output(output: &[u8]) -> Result<Box<RawValue>, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fuzzing::{member, spelling};
     use proptest::prelude::*;
+    use serde_json::{Value, json};
 
     fn envelope_row(body: &str) -> String {
         match parse_envelope(body.as_bytes()) {
@@ -575,8 +579,19 @@ mod tests {
         assert!(String::from_utf8(body).unwrap().contains(r#""data":{"a":2,"b":3}"#));
     }
 
+    /// Found by the wire property: a committed output that canonicalised but was not an
+    /// object (`[1]`, `1e400`) was sent as a completed task's data.
+    #[test]
+    fn a_committed_output_that_is_not_an_object_is_refused() {
+        for output in ["[1]", "1e400", "null", "\"s\"", "7", "true", " [] ", "not json", "[1,1]"] {
+            let failure = sorted_output(output.as_bytes()).err();
+            assert_eq!(failure.map(|f| f.code), Some(FailureCode::OutputNotObject), "{output}");
+        }
+        assert_eq!(sorted_output(br#" {"b":1,"a":[1e2]} "#).unwrap().get(), r#"{"a":[100],"b":1}"#);
+    }
+
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::fuzzing::config(256))]
 
         #[test]
         fn envelope_and_params_parsing_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
@@ -590,6 +605,163 @@ mod tests {
             if let Ok(value) = RawValue::from_string(text) {
                 let _ = parse_params(Some(&value)).map(|p| (p.skill(), p.call().is_some()));
             }
+        }
+    }
+
+    fn jsonrpc_member() -> impl Strategy<Value = Option<Value>> {
+        member(vec![json!("2.0"), json!("2.0"), json!("1.0"), json!(""), json!(2), Value::Null, json!(["2.0"])])
+    }
+
+    fn id_member() -> impl Strategy<Value = Option<Value>> {
+        member(vec![json!(1), json!("a-1"), Value::Null, json!([1, " <"]), json!({"k": "&"}), json!(1.5), json!("ü")])
+    }
+
+    fn string_or_not(strings: &[&str]) -> impl Strategy<Value = Option<Value>> {
+        let mut pool: Vec<Value> = strings.iter().map(|s| json!(s)).collect();
+        pool.extend([Value::Null, json!(7), json!(["x"]), json!({})]);
+        member(pool)
+    }
+
+    /// `Some(text)` for a Go string field's value, `None` when the kind makes the decode fail.
+    fn go_text(value: &Option<Value>) -> Option<String> {
+        match value {
+            None | Some(Value::Null) => Some(String::new()),
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(_) => None,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzzing::config(512))]
+
+        /// The envelope decodes as Go decodes it into `{jsonrpc, id, method, params}`, whatever
+        /// the key case, member order, spacing or trailing bytes.
+        #[test]
+        fn envelopes_decode_as_go_decodes_them(
+            jsonrpc in jsonrpc_member(),
+            id in id_member(),
+            method in string_or_not(&["tasks/send", "GetTask", ""]),
+            params in member(vec![json!({}), json!([]), Value::Null, json!("x"), json!({"a": [1, {"b": "<"}]})]),
+            top in prop::sample::select(vec!["object", "object", "object", "null", "array", "string"]),
+            trailing in prop::sample::select(vec!["", "", " ", " garbage", "{"]),
+            spelling in spelling(),
+        ) {
+            let body = match top {
+                "object" => spelling.object(&[("jsonrpc", &jsonrpc), ("id", &id), ("method", &method), ("params", &params)]),
+                "null" => "null".to_owned(),
+                "array" => "[]".to_owned(),
+                _ => "\"2.0\"".to_owned(),
+            } + trailing;
+            let parsed = parse_envelope(body.as_bytes());
+            let fields = (go_text(&jsonrpc), go_text(&method));
+            let want_id = id.clone().unwrap_or(Value::Null);
+            let id_of = |raw: &RawValue| serde_json::from_str::<Value>(raw.get()).unwrap();
+            match (top, fields, parsed) {
+                ("null", _, Err(EnvelopeError::NotVersion2 { id })) => prop_assert_eq!(id.get(), "null"),
+                ("object", (Some(jsonrpc), Some(method)), Ok(envelope)) => {
+                    prop_assert_eq!(jsonrpc, "2.0");
+                    prop_assert_eq!(envelope.method, method);
+                    prop_assert_eq!(id_of(&envelope.id), want_id);
+                    prop_assert!(!envelope.id.get().contains(['\n', '<', '&']), "compact and Go-escaped: {}", envelope.id.get());
+                    let got = envelope.params.map(|p| serde_json::from_str::<Value>(p.get()).unwrap());
+                    prop_assert_eq!(got, params);
+                }
+                ("object", (Some(jsonrpc), Some(_)), Err(EnvelopeError::NotVersion2 { id })) => {
+                    prop_assert_ne!(jsonrpc, "2.0");
+                    prop_assert_eq!(id_of(&id), want_id);
+                }
+                ("object", (None, _) | (_, None), Err(EnvelopeError::Undecodable)) => {}
+                ("array" | "string", _, Err(EnvelopeError::Undecodable)) => {}
+                (top, fields, parsed) => prop_assert!(false, "{} {:?} {:?} -> {:?}", top, fields, body, parsed),
+            }
+        }
+
+        /// `tasks/send` params decode as the reference's struct does, and the call is well
+        /// formed exactly when the seed says: one data part holding an object, and a pin that,
+        /// when present, is a string holding a ref.
+        #[test]
+        fn tasks_send_params_decode_as_the_reference_does(
+            shape in prop::sample::select(vec!["object", "object", "object", "object", "null", "array", "absent"]),
+            task_id in string_or_not(&["read-1"]),
+            message_kind in prop::sample::select(vec!["object", "object", "object", "null", "string"]),
+            role in string_or_not(&["user"]),
+            parts_kind in prop::sample::select(vec!["array", "array", "array", "null", "object"]),
+            parts in prop::collection::vec(
+                (
+                    prop::sample::select(vec!["object", "object", "object", "null", "string"]),
+                    string_or_not(&["data", "data", "text"]),
+                    string_or_not(&["hi"]),
+                    member(vec![Value::Null, json!({}), json!({"path": "a"}), json!([1]), json!("x")]),
+                ),
+                0..3,
+            ),
+            metadata_kind in prop::sample::select(vec!["object", "object", "object", "null", "array", "absent"]),
+            skill in member(vec![json!("ailang-read"), json!(7), Value::Null]),
+            pin in member(vec![json!(HashRef::of(b"x").to_string()), json!("nope"), Value::Null, json!(5)]),
+            spelling in spelling(),
+        ) {
+            // Each level decodes only when its own members do and the level holding it is read.
+            let mut parts_decode = true;
+            let parts_text: Vec<String> = parts.iter().map(|(kind, kind_field, text, data)| match *kind {
+                "object" => {
+                    let data_ok = matches!(data, None | Some(Value::Null) | Some(Value::Object(_)));
+                    parts_decode &= go_text(kind_field).is_some() && go_text(text).is_some() && data_ok;
+                    spelling.object(&[("type", kind_field), ("text", text), ("data", data)])
+                }
+                "null" => "null".to_owned(),
+                _ => { parts_decode = false; "\"part\"".to_owned() }
+            }).collect();
+            let one_data_part = match parts.as_slice() {
+                [(kind, kind_field, _, data)] => *kind == "object" && go_text(kind_field).as_deref() == Some("data") && matches!(data, Some(Value::Object(_))),
+                _ => false,
+            };
+            let parts_value = match parts_kind {
+                "array" => format!("[{}]", parts_text.join(",")),
+                "null" => { parts_decode = true; "null".to_owned() }
+                _ => { parts_decode = false; "{}".to_owned() }
+            };
+            let (message, message_decodes) = match message_kind {
+                "object" => {
+                    let parts_member = Some(serde_json::from_str::<Value>(&parts_value).unwrap());
+                    (Some(spelling.object(&[("role", &role), ("parts", &parts_member)])), go_text(&role).is_some() && parts_decode)
+                }
+                "null" => (Some("null".to_owned()), true),
+                _ => (Some("\"message\"".to_owned()), false),
+            };
+            let mut decodes = go_text(&task_id).is_some() && message_decodes;
+            let metadata = match metadata_kind {
+                "object" => Some(spelling.exact_object(&[("skill_id", &skill), ("transition_fn", &pin)])),
+                "null" => Some("null".to_owned()),
+                "array" => { decodes = false; Some("[]".to_owned()) }
+                _ => None,
+            };
+            let as_value = |text: Option<String>| text.map(|t| serde_json::from_str::<Value>(&t).unwrap());
+            let text = match shape {
+                "object" => Some(spelling.object(&[("id", &task_id), ("message", &as_value(message.clone())), ("metadata", &as_value(metadata.clone()))])),
+                "null" => Some("null".to_owned()),
+                "array" => { decodes = false; Some("[]".to_owned()) }
+                _ => { decodes = false; None }
+            };
+            let raw_params = text.map(|t| RawValue::from_string(t).unwrap());
+            let parsed = parse_params(raw_params.as_deref());
+            if shape != "object" {
+                decodes = shape == "null";
+            }
+            prop_assert_eq!(parsed.is_ok(), decodes, "{:?}", raw_params);
+            let Ok(parsed) = parsed else { return Ok(()) };
+            let in_metadata = shape == "object" && metadata_kind == "object";
+            let want_skill = match (&skill, in_metadata) {
+                (Some(Value::String(skill)), true) => skill.clone(),
+                _ => String::new(),
+            };
+            prop_assert_eq!(parsed.skill(), want_skill);
+            let pin_ok = !in_metadata || match &pin {
+                None => true,
+                Some(Value::String(text)) => HashRef::parse(text).is_ok(),
+                Some(_) => false,
+            };
+            let parts_ok = shape == "object" && message_kind == "object" && parts_kind == "array" && one_data_part;
+            prop_assert_eq!(parsed.call().is_some(), parts_ok && pin_ok, "{:?}", raw_params);
         }
     }
 }

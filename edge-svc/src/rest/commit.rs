@@ -403,7 +403,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::fuzzing::config(256))]
 
         #[test]
         fn commit_decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {

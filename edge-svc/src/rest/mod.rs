@@ -4,8 +4,10 @@
 //! so a malformed ref never costs a round trip, and the core decides unknown and expired.
 
 mod commit;
+mod explorer;
 
 pub use commit::{CommitBody, commit, decode_commit, uncertain_message, validate_commit};
+pub use explorer::{calls, parse_calls_query, session};
 
 use axum::response::Response;
 use base64::Engine;

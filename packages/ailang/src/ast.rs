@@ -130,6 +130,78 @@ pub struct Expr {
     pub pos: Pos,
 }
 
+/// Dropping a tree frees it without recursing once per level. The parser builds
+/// left-associative chains (`1 + 1 + …`, `f(1)(1)…`, `r.a.a…`) in a loop, so their depth is
+/// bounded only by the input's length; the derived drop glue would recurse that deep and
+/// overflow the native stack long after the checker had refused the module.
+impl Drop for Expr {
+    fn drop(&mut self) {
+        let mut pending = Vec::new();
+        detach_children(&mut self.kind, &mut pending);
+        while let Some(mut child) = pending.pop() {
+            // Each child is dropped with its own children already moved out, so its drop
+            // glue goes no deeper than this frame.
+            detach_children(&mut child.kind, &mut pending);
+        }
+    }
+}
+
+/// Moves the direct sub-expressions of `kind` onto `out`, leaving it a leaf.
+fn detach_children(kind: &mut ExprKind, out: &mut Vec<Expr>) {
+    match kind {
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Str(_)
+        | ExprKind::Bool(_)
+        | ExprKind::Unit
+        | ExprKind::Var(_) => return,
+        // A shared lambda body belongs to another owner as well; only the last owner frees it.
+        ExprKind::Lambda(lambda) if Rc::strong_count(lambda) > 1 || Rc::weak_count(lambda) > 0 => return,
+        _ => {}
+    }
+    match std::mem::replace(kind, ExprKind::Unit) {
+        ExprKind::Interp(parts) => out.extend(parts.into_iter().filter_map(|part| match part {
+            InterpPart::Expr(expr) => Some(expr),
+            InterpPart::Lit(_) => None,
+        })),
+        ExprKind::Call(callee, args) => {
+            out.push(*callee);
+            out.extend(args);
+        }
+        ExprKind::Field(inner, _) | ExprKind::Unary(_, inner) => out.push(*inner),
+        ExprKind::Record(fields) => out.extend(fields.into_iter().map(|(_, expr)| expr)),
+        ExprKind::RecordUpdate(base, fields) => {
+            out.push(*base);
+            out.extend(fields.into_iter().map(|(_, expr)| expr));
+        }
+        ExprKind::Tuple(items) | ExprKind::List(items) => out.extend(items),
+        ExprKind::Lambda(lambda) => {
+            if let Ok(lambda) = Rc::try_unwrap(lambda) {
+                out.push(lambda.body);
+            }
+        }
+        ExprKind::If(cond, then, otherwise) => out.extend([*cond, *then, *otherwise]),
+        ExprKind::Match(scrutinee, arms) => {
+            out.push(*scrutinee);
+            for arm in arms {
+                out.extend(arm.guard);
+                out.push(arm.body);
+            }
+        }
+        ExprKind::Let { value, body, .. } | ExprKind::Binary(_, value, body) => out.extend([*value, *body]),
+        ExprKind::Block(stmts) => out.extend(stmts.into_iter().map(|stmt| match stmt {
+            Stmt::Let { value, .. } => value,
+            Stmt::Expr(expr) => expr,
+        })),
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Str(_)
+        | ExprKind::Bool(_)
+        | ExprKind::Unit
+        | ExprKind::Var(_) => {}
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum ExprKind {
     Int(i64),

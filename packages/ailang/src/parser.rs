@@ -1204,9 +1204,10 @@ fn plain_string(parts: &[StrPart]) -> Option<String> {
     }
 }
 
-fn test_row(row: Expr) -> Result<TestRow, Diagnostic> {
+fn test_row(mut row: Expr) -> Result<TestRow, Diagnostic> {
     let pos = row.pos;
-    match row.kind {
+    // `Expr` has a drop of its own, so its kind is taken rather than moved out.
+    match std::mem::replace(&mut row.kind, ExprKind::Unit) {
         ExprKind::Tuple(mut items) if items.len() == 2 => {
             let expected = items.remove(1);
             let input = items.remove(0);
@@ -1248,16 +1249,16 @@ mod tests {
     #[test]
     fn precedence_follows_the_reference() {
         let e = parse_expr("1 + 2 * 3 == 7 && true || false").unwrap();
-        let ExprKind::Binary(BinOp::Or, lhs, _) = e.kind else { panic!("top is not ||") };
-        let ExprKind::Binary(BinOp::And, eq, _) = lhs.kind else { panic!("then &&") };
-        let ExprKind::Binary(BinOp::Eq, sum, _) = eq.kind else { panic!("then ==") };
+        let ExprKind::Binary(BinOp::Or, lhs, _) = &e.kind else { panic!("top is not ||") };
+        let ExprKind::Binary(BinOp::And, eq, _) = &lhs.kind else { panic!("then &&") };
+        let ExprKind::Binary(BinOp::Eq, sum, _) = &eq.kind else { panic!("then ==") };
         assert!(matches!(sum.kind, ExprKind::Binary(BinOp::Add, _, _)));
     }
 
     #[test]
     fn cons_is_right_associative() {
         let e = parse_expr("1 :: 2 :: xs").unwrap();
-        let ExprKind::Binary(BinOp::Cons, _, rhs) = e.kind else { panic!("not cons") };
+        let ExprKind::Binary(BinOp::Cons, _, rhs) = &e.kind else { panic!("not cons") };
         assert!(matches!(rhs.kind, ExprKind::Binary(BinOp::Cons, _, _)));
     }
 

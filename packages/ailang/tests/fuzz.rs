@@ -1,7 +1,8 @@
 //! Property tests: the lexer, the parser, the checker, the evaluator and the JSON decoder
 //! never panic or hang on any input, a checked program never meets a run-time type error,
 //! and encode/decode round-trip what encode writes. Case counts and a wall-clock cap bound
-//! the run so the crate's test run stays short.
+//! the run so the crate's test run stays short; `PROPTEST_CASES` sets every count for a longer
+//! run. Deep nesting and long operator chains end in a diagnostic, never a stack overflow.
 
 use ailang::stdlib::json::{DecodeMode, decode, encode};
 use proptest::prelude::*;
@@ -104,6 +105,12 @@ fn expr_like() -> impl Strategy<Value = String> {
     })
 }
 
+/// A property's case count: `default`, or `PROPTEST_CASES` when set, so a longer run needs no
+/// edit (a count written in the config would override the variable).
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|value| value.parse().ok()).unwrap_or(default)
+}
+
 /// Fuzz budget: a case count per property and a wall-clock cap across the whole file, so the
 /// run stays bounded on a slow machine whatever the counts.
 fn within_budget() -> bool {
@@ -112,7 +119,7 @@ fn within_budget() -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(600), ..ProptestConfig::default() })]
 
     #[test]
     fn checker_never_panics_on_source_like_text(src in source_like()) {
@@ -200,4 +207,120 @@ fn check_source_reports_what_the_cli_reports() {
     let errors = ailang::check_source("module m\nimport world/logepoch (x)\n", "m.ail", true);
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].to_string(), "LDR001: module not found: world/logepoch at m.ail:2:1");
+}
+
+/// Long chains that the parser builds without recursing (left-associative operators, postfix
+/// calls and field accesses) still make trees as deep as the chain; checking them, and
+/// dropping them, must not recurse once per link on the native stack.
+#[test]
+fn long_operator_and_postfix_chains_are_diagnosed_without_overflow() {
+    const LINKS: usize = 100_000;
+    let chains = [
+        ("left-associative +", format!("1{}", " + 1".repeat(LINKS))),
+        ("left-associative &&", format!("true{}", " && true".repeat(LINKS))),
+        ("comparison chain", format!("1{}", " == 1".repeat(LINKS))),
+        ("right-associative ::", format!("{}[]", "1 :: ".repeat(LINKS))),
+        ("power chain", format!("2{}", " ** 2".repeat(LINKS))),
+        ("append chain", format!("\"a\"{}", " ++ \"a\"".repeat(LINKS))),
+        ("call chain", format!("f{}", "(1)".repeat(LINKS))),
+        ("field chain", format!("r{}", ".a".repeat(LINKS))),
+        ("negation chain", "- ".repeat(LINKS) + "1"),
+        ("not chain", "!".repeat(LINKS) + "true"),
+        ("else-if chain", format!("{}0", "if true then 1 else ".repeat(LINKS))),
+        ("balanced parentheses", format!("{}1{}", "(".repeat(LINKS), ")".repeat(LINKS))),
+        ("balanced lists", format!("{}1{}", "[".repeat(LINKS), "]".repeat(LINKS))),
+    ];
+    for (name, body) in chains {
+        let source = format!("module m\nexport func main(input: string) -> int = {body}\n");
+        assert!(ailang::lexer::lex(&source).is_ok(), "{name}");
+        let _ = ailang::parser::parse_module(&source);
+        let _ = ailang::parser::parse_expr(&body);
+        let errors = ailang::check_source(&source, "m.ail", true);
+        let codes: Vec<&str> = errors.iter().map(|e| e.code.as_str()).collect();
+        assert!(codes.first().is_some_and(|code| ["PAR999", "TC999"].contains(code)), "{name}: {codes:?}");
+    }
+    // Types and patterns nest too, and so do other expression forms; these are built by
+    // recursion, so a fifth of the links is already far past every limit.
+    const NESTED: usize = LINKS / 5;
+    let declarations = [
+        ("nested list type", format!("func f(x: {}int{}) -> int = 1", "[".repeat(NESTED), "]".repeat(NESTED))),
+        ("function type chain", format!("func f(x: {}int) -> int = 1", "(int) -> ".repeat(NESTED))),
+        (
+            "nested tuple pattern",
+            format!("func f(x: int) -> int = match x {{ {}y{} => 1 }}", "(".repeat(NESTED), ")".repeat(NESTED)),
+        ),
+        (
+            "cons pattern chain",
+            format!("func f(x: [int]) -> int = match x {{ {}[] => 1, _ => 0 }}", "a :: ".repeat(NESTED)),
+        ),
+        ("lambda chain", format!("func f(x: int) -> int = {}1", "\\y. ".repeat(NESTED))),
+        ("let-in chain", format!("func f(x: int) -> int = {}1", "let y = 1 in ".repeat(NESTED))),
+        ("match chain", format!("func f(x: int) -> int = {}1", "match x { _ => ".repeat(NESTED))),
+        ("nested records", format!("func f(x: int) -> int = {}1{}", "{a: ".repeat(NESTED), "}".repeat(NESTED))),
+        (
+            "nested interpolation",
+            format!("func f(x: int) -> string = {}1{}", "\"${".repeat(NESTED), "}\"".repeat(NESTED)),
+        ),
+    ];
+    for (name, decl) in declarations {
+        let source = format!("module m\n{decl}\n");
+        let errors = ailang::check_source(&source, "m.ail", true);
+        let codes: Vec<&str> = errors.iter().map(|e| e.code.as_str()).collect();
+        assert!(!codes.is_empty(), "{name}");
+    }
+    // A long flat block is no nesting at all: it checks.
+    let block = format!("module m\nexport func main(input: string) -> int = {{ {} 1 }}\n", "let x = 1; ".repeat(LINKS));
+    assert_eq!(ailang::check_source(&block, "m.ail", true).len(), 0);
+}
+
+/// The crate's example modules, garbled: a byte range cut, repeated or replaced, and a token
+/// spliced in. Edits of real programs reach deeper into the parser and checker than random text.
+fn garbled_example() -> impl Strategy<Value = String> {
+    const EXAMPLES: [&str; 4] = [
+        include_str!("../examples/records.ail"),
+        include_str!("../examples/json_decode.ail"),
+        include_str!("../examples/lists.ail"),
+        include_str!("../examples/options.ail"),
+    ];
+    let edit = (
+        0usize..3,
+        any::<prop::sample::Index>(),
+        0usize..40,
+        prop::sample::select(vec![
+            "(", ")", "{", "}", "[", "]", "\"", "${", "=>", "|", "::", ",", ";", "\n", "é", "--",
+        ]),
+    );
+    (prop::sample::select(EXAMPLES.to_vec()), prop::collection::vec(edit, 1..4)).prop_map(|(source, edits)| {
+        let mut bytes = source.as_bytes().to_vec();
+        for (kind, at, len, token) in edits {
+            let start = at.index(bytes.len().max(1)).min(bytes.len());
+            let end = (start + len).min(bytes.len());
+            match kind {
+                0 => {
+                    bytes.drain(start..end);
+                }
+                1 => {
+                    let copy = bytes[start..end].to_vec();
+                    bytes.splice(start..start, copy);
+                }
+                _ => {
+                    bytes.splice(start..end, token.bytes());
+                }
+            }
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(200), ..ProptestConfig::default() })]
+
+    #[test]
+    fn front_end_never_panics_on_garbled_examples(src in garbled_example()) {
+        if within_budget() {
+            let _ = ailang::lexer::lex(&src);
+            let _ = ailang::parser::parse_module(&src);
+            let _ = ailang::check_source(&src, "m.ail", true);
+        }
+    }
 }

@@ -16,14 +16,16 @@ use crate::grant::{AccessTriple, Decision, Grant, Selection, select_grant};
 pub fn seed_grants(grants: &[Grant], spend: &[(String, String, i64)]) -> Vec<Grant> {
     grants
         .iter()
-        .map(|grant| {
-            let spent = spend
-                .iter()
-                .filter(|(effect, scope, _)| *effect == grant.effect && *scope == grant.scope)
-                .fold(0i64, |sum, (_, _, n)| sum.saturating_add((*n).max(0)));
-            Grant { budget: grant.budget.saturating_sub(spent).max(0), ..grant.clone() }
-        })
+        .map(|grant| Grant { budget: grant.budget.saturating_sub(spent_on(grant, spend)).max(0), ..grant.clone() })
         .collect()
+}
+
+/// What the episode has spent on `grant`'s (effect, scope) pair, as [`seed_grants`] counts it.
+pub fn spent_on(grant: &Grant, spend: &[(String, String, i64)]) -> i64 {
+    spend
+        .iter()
+        .filter(|(effect, scope, _)| *effect == grant.effect && *scope == grant.scope)
+        .fold(0i64, |sum, (_, _, n)| sum.saturating_add((*n).max(0)))
 }
 
 /// A debit the ledger refused: it would not be the debit of an allowed decision.

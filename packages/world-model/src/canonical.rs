@@ -600,6 +600,8 @@ pub fn canonical_source(text: &[u8]) -> Result<Vec<u8>, SourceCanonError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::canonical_parts::{elements, members};
+    use crate::fuzzing::{json_value, spelled};
     use proptest::prelude::*;
 
     const CAP: usize = 1 << 20;
@@ -908,26 +910,6 @@ mod tests {
         assert_eq!(canonical_source("a\u{feff}".as_bytes()).unwrap(), "a\u{feff}\n".as_bytes());
     }
 
-    fn json_value() -> impl Strategy<Value = serde_json::Value> {
-        use serde_json::Value;
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            any::<u64>().prop_map(Value::from),
-            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
-            "\\PC{0,8}".prop_map(Value::String),
-            "[\\x00-\\x7f]{0,8}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(4, 32, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
-                prop::collection::btree_map("[a-zé\"\\\\]{0,4}", inner, 0..6)
-                    .prop_map(|m| { serde_json::Value::Object(m.into_iter().collect()) }),
-            ]
-        })
-    }
-
     /// Number texts in every shape the grammar allows.
     fn number_text() -> impl Strategy<Value = String> {
         (
@@ -956,7 +938,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::fuzzing::config(256))]
 
         #[test]
         fn canonicalize_is_idempotent_on_values(value in json_value(), pretty in any::<bool>()) {
@@ -1004,10 +986,100 @@ mod tests {
             }
         }
 
+        /// Any bytes at all: a refusal, or source text that is its own canonical form.
+        #[test]
+        fn canonical_source_never_panics_and_is_a_fixed_point(raw in prop::collection::vec(prop_oneof![any::<u8>(), prop::sample::select(b"\r\n\t \0\xef\xbb\xbf".to_vec())], 0..128)) {
+            if let Ok(once) = canonical_source(&raw) {
+                prop_assert_eq!(canonical_source(&once).unwrap(), once);
+            }
+        }
+
         #[test]
         fn canonical_source_is_idempotent(raw in "[a \\t\\r\\n\u{e9}]{0,64}") {
             let once = canonical_source(raw.as_bytes()).unwrap();
             prop_assert_eq!(canonical_source(&once).unwrap(), once);
+        }
+
+        /// Member order and whitespace are spelling, not value: every spelling of a value
+        /// canonicalises to the same bytes.
+        #[test]
+        fn every_spelling_of_a_value_has_one_canonical_form(value in json_value(), seed in any::<u64>(), spaced in any::<bool>()) {
+            let raw = spelled(&value, seed, spaced);
+            prop_assert_eq!(canonicalize(&raw, CAP).unwrap(), canonical_value(&value));
+        }
+
+        /// Canonical text reads back as the value it encodes (integers exactly; fractions are
+        /// pinned by the number properties above).
+        #[test]
+        fn canonical_text_reads_back_as_the_same_value(value in json_value()) {
+            let value = integral(value);
+            let canonical = canonicalize(&serde_json::to_vec(&value).unwrap(), CAP).unwrap();
+            prop_assert_eq!(serde_json::from_slice::<serde_json::Value>(&canonical).unwrap(), value);
+        }
+
+        /// At every level: members sorted by the bytes of their names, each name once, no
+        /// whitespace between tokens.
+        #[test]
+        fn canonical_members_are_sorted_by_bytes_at_every_level(value in json_value(), seed in any::<u64>()) {
+            let canonical = canonicalize(&spelled(&value, seed, true), CAP).unwrap();
+            assert_canonical_layout(&canonical);
+        }
+
+        /// Valid JSON with bytes cut, repeated or replaced: never a panic; whatever is accepted is
+        /// JSON to any other parser too, and its canonical form is a fixed point.
+        #[test]
+        fn garbled_json_is_refused_or_canonical(
+            value in json_value(),
+            edits in prop::collection::vec((0usize..3, any::<prop::sample::Index>(), 0usize..6, prop::sample::select(b"{}[]\",:-.eE0\\u tfn ".to_vec())), 1..4),
+        ) {
+            let mut raw = spelled(&value, 7, false);
+            for (kind, at, len, byte) in edits {
+                let start = at.index(raw.len().max(1)).min(raw.len());
+                let end = (start + len).min(raw.len());
+                match kind {
+                    0 => { raw.drain(start..end); }
+                    1 => { let copy = raw[start..end].to_vec(); raw.splice(start..start, copy); }
+                    _ => { raw.splice(start..end, [byte]); }
+                }
+            }
+            if let Ok(once) = canonicalize(&raw, CAP) {
+                prop_assert!(serde_json::from_slice::<serde::de::IgnoredAny>(&raw).is_ok(), "{}", String::from_utf8_lossy(&raw));
+                prop_assert_eq!(canonicalize(&once, CAP).unwrap(), once);
+            }
+        }
+    }
+
+    /// `value` with every fraction truncated to an integer.
+    fn integral(value: serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match value {
+            Value::Number(n) if n.is_f64() => Value::from(n.as_f64().unwrap_or_default() as i64),
+            Value::Array(items) => Value::Array(items.into_iter().map(integral).collect()),
+            Value::Object(members) => Value::Object(members.into_iter().map(|(k, v)| (k, integral(v))).collect()),
+            other => other,
+        }
+    }
+
+    fn assert_canonical_layout(text: &[u8]) {
+        if let Some(members) = members(text) {
+            for pair in members.windows(2) {
+                assert!(
+                    pair[0].name.as_bytes() < pair[1].name.as_bytes(),
+                    "{:?} before {:?}",
+                    pair[0].name,
+                    pair[1].name
+                );
+            }
+            for member in members {
+                assert_canonical_layout(member.value);
+            }
+        } else if let Some(elements) = elements(text) {
+            elements.into_iter().for_each(assert_canonical_layout);
+        } else {
+            assert!(
+                !text.is_empty() && text.first() == Some(&b'"') || !text.iter().any(u8::is_ascii_whitespace),
+                "{text:?}"
+            );
         }
     }
 }

@@ -193,7 +193,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::fuzzing::config(256))]
 
         /// The scanner splits canonical text exactly where a full parse would.
         #[test]

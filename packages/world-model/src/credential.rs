@@ -164,6 +164,8 @@ pub fn resolve_expiry(now: i64, expires_at: i64) -> Result<(), SessionDenial> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     const TOKEN: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
@@ -295,5 +297,114 @@ mod tests {
             assert_eq!(SessionDenial::from_code(text), Some(denial));
         }
         assert_eq!(SessionDenial::from_code("Absent"), None);
+    }
+
+    /// A header assembled from the grammar's pieces, and whether the grammar accepts it:
+    /// `[ \t]* Bearer [ \t]+ <64 hex> [ \t]*`, nothing else.
+    #[derive(Debug, Clone)]
+    struct Header {
+        text: String,
+        token: String,
+        accepted: bool,
+    }
+
+    fn blanks(min: usize) -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(vec![' ', '\t']), min..4).prop_map(String::from_iter)
+    }
+
+    /// Separators the grammar does not know: they are part of a field, never between fields.
+    fn foreign_space() -> impl Strategy<Value = String> {
+        prop::sample::select(vec!["\n", "\r", "\u{b}", "\u{c}", "\u{a0}", "\u{3000}", ","]).prop_map(String::from)
+    }
+
+    fn token() -> impl Strategy<Value = (String, bool)> {
+        prop_oneof![
+            4 => "[0-9a-fA-F]{64}".prop_map(|t| (t, true)),
+            1 => "[0-9a-fA-F]{0,63}".prop_map(|t| (t, false)),
+            1 => "[0-9a-fA-F]{65,80}".prop_map(|t| (t, false)),
+            1 => ("[0-9a-f]{63}", "[g-zG-Z:=+/_-]", 0usize..64).prop_map(|(mut t, bad, at)| {
+                t.insert_str(at, &bad);
+                (t, false)
+            }),
+        ]
+    }
+
+    fn header() -> impl Strategy<Value = Header> {
+        let scheme = prop_oneof![
+            6 => Just(("Bearer".to_owned(), true)),
+            1 => prop::sample::select(vec!["bearer", "BEARER", "Basic", "Bearer:", "Bearer\u{0}", "Token"])
+                .prop_map(|s| (s.to_owned(), false)),
+        ];
+        let extra = prop::option::weighted(0.15, "[!-~]{1,8}");
+        (blanks(0), scheme, prop_oneof![4 => blanks(1), 1 => foreign_space()], token(), blanks(0), extra).prop_map(
+            |(lead, (scheme, scheme_ok), separator, (token, token_ok), tail, extra)| {
+                let separated = separator.chars().all(|c| c == ' ' || c == '\t');
+                let mut text = format!("{lead}{scheme}{separator}{token}{tail}");
+                if let Some(extra) = &extra {
+                    text.push_str(&format!(" {extra}"));
+                }
+                let accepted = scheme_ok && separated && token_ok && extra.is_none();
+                Header { text, token, accepted }
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzzing::config(512))]
+
+        #[test]
+        fn parsing_never_panics_and_only_an_empty_header_is_absent(text in "\\PC{0,80}|[ \t\r\nBearbcdef0-9]{0,80}") {
+            match parse_authorization(Some(&text)) {
+                Ok(credential) => {
+                    prop_assert_eq!(credential.token().len(), TOKEN_HEX_LEN);
+                    prop_assert!(text.contains(credential.token()));
+                }
+                Err(denial) => prop_assert_eq!(denial, if text.is_empty() { SessionDenial::Absent } else { SessionDenial::Malformed }),
+            }
+        }
+
+        /// Exactly the grammar's headers are accepted, and the token comes back as presented.
+        #[test]
+        fn the_grammar_accepts_exactly_bearer_and_one_hex_token(header in header()) {
+            match parse_authorization(Some(&header.text)) {
+                Ok(credential) => {
+                    prop_assert!(header.accepted, "accepted {:?}", header.text);
+                    prop_assert_eq!(credential.token(), header.token.as_str());
+                }
+                Err(denial) => {
+                    prop_assert!(!header.accepted, "refused {:?}", header.text);
+                    prop_assert_eq!(denial, SessionDenial::Malformed);
+                }
+            }
+        }
+
+        /// A minted token survives the header it is sent in and keeps its identity.
+        #[test]
+        fn a_minted_token_round_trips_through_its_header(random in any::<[u8; 32]>()) {
+            let credential = Credential::from_token(&mint_token_hex(random)).unwrap();
+            let parsed = parse_authorization(Some(&credential.authorization_value())).unwrap();
+            prop_assert_eq!(parsed.credential_id(), credential.credential_id());
+            prop_assert!(parsed == credential);
+            let shown = format!("{parsed:?}");
+            prop_assert!(!shown.contains(credential.token()));
+        }
+
+        /// The constant-time comparison agrees with comparing the token bytes: tokens that
+        /// differ anywhere, in any number of places or only in case, are different credentials.
+        #[test]
+        fn credentials_are_equal_exactly_when_their_tokens_are(
+            token in "[0-9a-fA-F]{64}",
+            flips in prop::collection::vec((0usize..64, "[0-9a-fA-F]"), 0..3),
+        ) {
+            let mut other = token.clone().into_bytes();
+            for (at, digit) in &flips {
+                other[*at] = digit.as_bytes()[0];
+            }
+            let other = String::from_utf8(other).unwrap();
+            let (a, b) = (Credential::from_token(&token).unwrap(), Credential::from_token(&other).unwrap());
+            prop_assert_eq!(a == b, token == other);
+            prop_assert_eq!(b == a, token == other);
+            prop_assert_eq!(a.credential_id() == b.credential_id(), token == other);
+        }
     }
 }

@@ -137,6 +137,15 @@ impl EffectRecord {
         }
     }
 
+    /// The effect's status as the `world` block names it: `ok`, `failed` or `denied`.
+    pub fn status(&self) -> &'static str {
+        match (self.allowed, self.failed) {
+            (true, false) => "ok",
+            (true, true) => "failed",
+            (false, _) => "denied",
+        }
+    }
+
     /// The consistency law (§6.1), one row per kind of record:
     /// allowed ∧ ¬failed ⇒ no denial, after = before − cost, a result;
     /// allowed ∧ failed ⇒ no denial, after = before − cost, no result;

@@ -524,6 +524,7 @@ fn json_string(text: &str) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
     use serde_json::{Value, json};
 
     use super::*;
@@ -954,7 +955,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::fuzzing::config(256))]
 
         /// Whatever the body's keys, adding the world block gives exactly the canonical
         /// encoding of the body with a `world` member.
@@ -968,6 +969,328 @@ mod tests {
             let composed = with_world_block(&text, br#"{"plan":"p"}"#).unwrap();
             value.insert("world".into(), json!({"plan": "p"}));
             proptest::prop_assert_eq!(composed, crate::canonical::canonical_value(&Value::Object(value)));
+        }
+    }
+
+    /// One way to break a plan, or none. Each names the law the refusal must cite.
+    #[derive(Clone, Copy, Debug)]
+    enum Breach {
+        None,
+        NotAnObject,
+        WorldOnTop,
+        MissingKey,
+        ExtraKey,
+        WrongVersion,
+        FinishNotBoolean,
+        EffectsNotArray,
+        TwoEffects,
+        EffectNotObject,
+        EffectKeys,
+        IdNotString,
+        CostFraction,
+        CostBeyondI64,
+        BadId,
+        PayloadNotObject,
+        Undeclared,
+        PayloadTooLarge,
+        ResultNotObject,
+        NoResult,
+        ResultWithEffects,
+        FinishWithoutEffects,
+        WorldInResult,
+    }
+
+    impl Breach {
+        const ALL: [Breach; 23] = [
+            Breach::None,
+            Breach::NotAnObject,
+            Breach::WorldOnTop,
+            Breach::MissingKey,
+            Breach::ExtraKey,
+            Breach::WrongVersion,
+            Breach::FinishNotBoolean,
+            Breach::EffectsNotArray,
+            Breach::TwoEffects,
+            Breach::EffectNotObject,
+            Breach::EffectKeys,
+            Breach::IdNotString,
+            Breach::CostFraction,
+            Breach::CostBeyondI64,
+            Breach::BadId,
+            Breach::PayloadNotObject,
+            Breach::Undeclared,
+            Breach::PayloadTooLarge,
+            Breach::ResultNotObject,
+            Breach::NoResult,
+            Breach::ResultWithEffects,
+            Breach::FinishWithoutEffects,
+            Breach::WorldInResult,
+        ];
+
+        fn law(self) -> Option<Law> {
+            Some(match self {
+                Breach::None => return None,
+                Breach::NotAnObject
+                | Breach::MissingKey
+                | Breach::ExtraKey
+                | Breach::WrongVersion
+                | Breach::FinishNotBoolean
+                | Breach::EffectsNotArray
+                | Breach::EffectNotObject
+                | Breach::EffectKeys
+                | Breach::IdNotString
+                | Breach::CostFraction
+                | Breach::CostBeyondI64 => Law::Shape,
+                Breach::TwoEffects => Law::L1,
+                Breach::BadId => Law::L2,
+                Breach::Undeclared => Law::L3,
+                Breach::PayloadNotObject | Breach::PayloadTooLarge => Law::L4,
+                Breach::WorldOnTop | Breach::WorldInResult => Law::L6,
+                Breach::ResultNotObject
+                | Breach::NoResult
+                | Breach::ResultWithEffects
+                | Breach::FinishWithoutEffects => Law::L7,
+            })
+        }
+
+        /// Whether the breach is about an effect (so the plan gets one) or about a plan
+        /// without effects (so it gets none).
+        fn effects(self) -> Option<bool> {
+            match self {
+                Breach::EffectNotObject
+                | Breach::EffectKeys
+                | Breach::IdNotString
+                | Breach::CostFraction
+                | Breach::CostBeyondI64
+                | Breach::BadId
+                | Breach::PayloadNotObject
+                | Breach::Undeclared
+                | Breach::PayloadTooLarge
+                | Breach::ResultWithEffects => Some(true),
+                Breach::NoResult | Breach::FinishWithoutEffects | Breach::WorldInResult => Some(false),
+                _ => None,
+            }
+        }
+    }
+
+    /// A lawful plan's parts: the declared triples, maybe one effect of them, and the body.
+    #[derive(Clone, Debug)]
+    struct Lawful {
+        declared: Vec<AccessTriple>,
+        effect: Option<(String, usize, Value)>,
+        finish: bool,
+        result: Value,
+    }
+
+    fn object() -> impl Strategy<Value = Value> {
+        prop::collection::btree_map("[a-z]{1,6}", crate::fuzzing::json_value(), 0..4)
+            .prop_map(|members| Value::Object(members.into_iter().collect()))
+    }
+
+    fn lawful() -> impl Strategy<Value = Lawful> {
+        let triple = (
+            prop::sample::select(vec!["Workspace.Read", "Workspace.Write", "Ailang.Run"]),
+            prop::sample::select(vec!["worktree", "repo"]),
+            0i64..4,
+        )
+            .prop_map(|(effect, scope, cost)| AccessTriple {
+                effect: effect.into(),
+                scope: scope.into(),
+                cost,
+            });
+        (
+            prop::collection::vec(triple, 1..4),
+            prop::option::of(("[a-z0-9]{1,16}", any::<prop::sample::Index>(), object())),
+            any::<bool>(),
+            object(),
+        )
+            .prop_map(|(declared, effect, finish, result)| {
+                let effect = effect.map(|(id, index, payload)| (id, index.index(declared.len()), payload));
+                let result = result
+                    .as_object()
+                    .map(|o| o.iter().filter(|(k, _)| *k != "world"))
+                    .map_or(Value::Null, |members| {
+                        Value::Object(members.map(|(k, v)| (k.clone(), v.clone())).collect())
+                    });
+                Lawful { finish: finish && effect.is_some(), declared, effect, result }
+            })
+    }
+
+    fn effect_value(lawful: &Lawful) -> Value {
+        let (id, index, payload) = lawful.effect.clone().unwrap_or_else(|| ("e1".into(), 0, json!({})));
+        let triple = &lawful.declared[index];
+        json!({"id": id, "effect": triple.effect, "scope": triple.scope, "cost": triple.cost, "payload": payload})
+    }
+
+    /// The plan `lawful` describes, broken by `breach`.
+    fn breached(lawful: &Lawful, breach: Breach, pick: usize) -> Value {
+        let mut lawful = lawful.clone();
+        match breach.effects() {
+            Some(true) if lawful.effect.is_none() => lawful.effect = Some(("e1".into(), 0, json!({}))),
+            Some(false) => {
+                lawful.effect = None;
+                lawful.finish = false;
+            }
+            _ => {}
+        }
+        let effects = if lawful.effect.is_some() { vec![effect_value(&lawful)] } else { vec![] };
+        let result = if lawful.effect.is_some() { Value::Null } else { lawful.result.clone() };
+        let mut value = plan(Value::Array(effects), lawful.finish, result);
+        let choose = |options: Vec<Value>| options[pick % options.len()].clone();
+        match breach {
+            Breach::None => {}
+            Breach::NotAnObject => value = choose(vec![json!([value]), json!("plan"), json!(1), Value::Null]),
+            Breach::WorldOnTop => value = with(value, "/world", choose(vec![json!({}), json!(null)])),
+            Breach::MissingKey => value = without(value, ["effects", "finish", "plan", "result"][pick % 4]),
+            Breach::ExtraKey => value = with(value, "/note", json!(1)),
+            Breach::WrongVersion => value = with(value, "/plan", choose(vec![json!("world/effect-plan/v2"), json!(1)])),
+            Breach::FinishNotBoolean => {
+                value = with(value, "/finish", choose(vec![json!("true"), json!(1), Value::Null]))
+            }
+            Breach::EffectsNotArray => {
+                value = with(value, "/effects", choose(vec![json!({}), json!("e1"), Value::Null]))
+            }
+            Breach::TwoEffects => {
+                let second = choose(vec![effect_value(&lawful), json!(1)]);
+                value["effects"].as_array_mut().unwrap().extend([effect_value(&lawful), second]);
+                value["effects"].as_array_mut().unwrap().truncate(2);
+                value["result"] = Value::Null;
+            }
+            Breach::EffectNotObject => value["effects"][0] = choose(vec![json!("e1"), json!([]), json!(null)]),
+            Breach::EffectKeys => {
+                value["effects"][0] = if pick.is_multiple_of(2) {
+                    without(value["effects"][0].clone(), ["cost", "effect", "id", "payload", "scope"][pick % 5])
+                } else {
+                    with(value["effects"][0].clone(), "/after", json!("e0"))
+                }
+            }
+            Breach::IdNotString => value["effects"][0]["id"] = choose(vec![json!(1), json!(null), json!(["e1"])]),
+            Breach::CostFraction => value["effects"][0]["cost"] = json!(1.5),
+            Breach::CostBeyondI64 => value["effects"][0]["cost"] = json!(u64::MAX),
+            Breach::BadId => {
+                value["effects"][0]["id"] =
+                    choose(vec![json!(""), json!("E1"), json!("e-1"), json!("é"), json!("a".repeat(17))])
+            }
+            Breach::PayloadNotObject => {
+                value["effects"][0]["payload"] = choose(vec![json!([]), json!("read"), json!(null)])
+            }
+            Breach::Undeclared => {
+                if pick.is_multiple_of(2) {
+                    value["effects"][0]["cost"] = json!(1000 + pick as i64);
+                } else {
+                    value["effects"][0]["effect"] = json!("Net.Fetch");
+                }
+            }
+            Breach::PayloadTooLarge => value["effects"][0]["payload"] = json!({"t": "x".repeat(MAX_PAYLOAD)}),
+            Breach::ResultNotObject => {
+                value["result"] = choose(vec![json!("refused"), json!([]), json!(false), json!(0)])
+            }
+            Breach::NoResult => value["result"] = Value::Null,
+            Breach::ResultWithEffects => value["result"] = json!({}),
+            Breach::FinishWithoutEffects => value["finish"] = json!(true),
+            Breach::WorldInResult => value["result"]["world"] = json!(1),
+        }
+        value
+    }
+
+    /// What every admitted plan guarantees, whatever it was admitted from.
+    fn assert_lawful(plan: &AdmittedPlan, raw: &[u8], declared: &[AccessTriple]) {
+        assert_eq!(plan.canonical, canonicalize(raw, MAX_PHASE_OUTPUT).unwrap(), "the plan's bytes are canonical");
+        assert!(plan.effects.len() <= MAX_EFFECTS, "L1");
+        for effect in &plan.effects {
+            assert!((1..=MAX_EFFECT_ID).contains(&effect.id.len()), "L2");
+            assert!(effect.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()), "L2");
+            assert!(declared.contains(&effect.requirement), "L3");
+            assert!(effect.payload.starts_with(b"{") && effect.payload.len() <= MAX_PAYLOAD, "L4");
+            assert_eq!(canonicalize(&effect.payload, usize::MAX).unwrap(), effect.payload);
+        }
+        assert_eq!(plan.result.is_some(), plan.effects.is_empty(), "L7: a result exactly without effects");
+        assert!(!plan.finish || !plan.effects.is_empty(), "L7: a finish follows an effect");
+        if let Some(result) = &plan.result {
+            assert!(result.starts_with(b"{") && !has_member(result, "world"), "L6");
+        }
+        assert_eq!(admit_plan(&plan.canonical, declared).as_ref(), Ok(plan), "admitting the canonical bytes again");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzzing::config(512))]
+
+        /// A lawful plan, spelled any way, is admitted; broken one way, it is refused citing
+        /// that way's law, with a reason.
+        #[test]
+        fn each_breach_of_the_plan_law_is_refused_with_its_law(
+            lawful in lawful(),
+            breach in prop::sample::select(Breach::ALL.to_vec()),
+            pick in 0usize..64,
+            seed in any::<u64>(),
+            spaced in any::<bool>(),
+        ) {
+            let raw = crate::fuzzing::spelled(&breached(&lawful, breach, pick), seed, spaced);
+            match (admit_plan(&raw, &lawful.declared), breach.law()) {
+                (Ok(plan), None) => assert_lawful(&plan, &raw, &lawful.declared),
+                (Err(error), Some(law)) => {
+                    prop_assert_eq!(error.law, law, "{:?}: {}", breach, error);
+                    prop_assert!(!error.reason.is_empty());
+                    prop_assert_eq!(error.to_string(), format!("plan law {law}: {}", error.reason));
+                }
+                (outcome, want) => prop_assert!(false, "{:?}: got {:?}, want {:?}", breach, outcome.map(|_| ()), want),
+            }
+        }
+
+        /// Any JSON at all, or plan-shaped objects of random member types: never a panic, and
+        /// whatever is admitted keeps every invariant.
+        #[test]
+        fn the_plan_law_never_panics_and_admits_only_lawful_plans(
+            value in prop_oneof![
+                crate::fuzzing::json_value(),
+                prop::collection::btree_map(
+                    prop::sample::select(vec!["effects", "finish", "plan", "result", "world", "note"]),
+                    prop_oneof![crate::fuzzing::json_value(), Just(json!(EFFECT_PLAN)), Just(json!([read("e1")]))],
+                    0..6,
+                ).prop_map(|members| Value::Object(members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+            ],
+            garbage in prop::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let raw = bytes(&value);
+            if let Ok(plan) = admit_plan(&raw, &declared()) {
+                assert_lawful(&plan, &raw, &declared());
+            }
+            if let Ok(plan) = admit_plan(&garbage, &declared()) {
+                assert_lawful(&plan, &garbage, &declared());
+            }
+        }
+
+        /// The finish law: an object without a top-level `effects` or `world` is admitted as
+        /// its canonical bytes, idempotently; anything else is refused, naming the law.
+        #[test]
+        fn the_finish_law_admits_exactly_objects_without_reserved_keys(
+            value in crate::fuzzing::json_value(),
+            reserved in prop::option::of(prop::sample::select(vec!["effects", "world"])),
+            seed in any::<u64>(),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut value = value;
+            if let (Some(key), Some(object)) = (reserved, value.as_object_mut()) {
+                object.insert(key.to_owned(), json!(1));
+            }
+            let raw = crate::fuzzing::spelled(&value, seed, true);
+            let lawful = value.as_object().is_some_and(|o| !o.contains_key("effects") && !o.contains_key("world"));
+            match admit_finish(&raw) {
+                Ok(admitted) => {
+                    prop_assert!(lawful, "{}", String::from_utf8_lossy(&raw));
+                    prop_assert_eq!(&admitted, &crate::canonical::canonical_value(&value));
+                    prop_assert_eq!(admit_finish(&admitted), Ok(admitted.clone()));
+                }
+                Err(error) => {
+                    prop_assert!(!lawful, "{}", error);
+                    prop_assert_eq!(error.law, Law::L6);
+                }
+            }
+            // Cut short, the same text is not JSON: a shape refusal, never a panic.
+            let cut = cut.index(raw.len().max(1));
+            if let Err(error) = admit_finish(&raw[..cut]) {
+                prop_assert!(matches!(error.law, Law::Shape | Law::L6), "{}", error);
+            }
         }
     }
 

@@ -15,6 +15,8 @@ pub mod credential;
 pub mod effect;
 pub mod effect_plan;
 pub mod failure;
+#[cfg(test)]
+mod fuzzing;
 pub mod grant;
 pub mod hashref;
 pub mod ids;

@@ -199,7 +199,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::fuzzing::config(256))]
 
         #[test]
         fn escape_round_trips(id in "[a-z0-9_./-]{1,40}") {
