@@ -340,6 +340,12 @@ impl Subst {
     }
 
     pub fn unify(&mut self, a: &Ty, b: &Ty) -> Result<(), UnifyError> {
+        // The commonest agreements (a variable with itself, `int` with `int`) need no copies.
+        match (self.shallow_ref(a), self.shallow_ref(b)) {
+            (Ty::Var(v), Ty::Var(w)) if v == w => return Ok(()),
+            (Ty::Con(n, xs), Ty::Con(m, ys)) if xs.is_empty() && ys.is_empty() && n == m => return Ok(()),
+            _ => {}
+        }
         let (a, b) = (self.shallow(a), self.shallow(b));
         match (&a, &b) {
             (Ty::Var(v), _) => self.bind(*v, &b),
