@@ -17,19 +17,27 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
-fn time_spawns(rounds: usize, mut make: impl FnMut() -> Command) -> Duration {
-    let samples = (0..rounds)
-        .map(|_| {
-            let mut cmd = make();
-            cmd.stdout(Stdio::null()).stderr(Stdio::null()).stdin(Stdio::null());
-            let start = Instant::now();
-            let status = cmd.status().expect("spawn");
-            let elapsed = start.elapsed();
-            assert!(status.success(), "benchmark command failed");
-            elapsed
-        })
-        .collect();
-    median(samples)
+fn time_spawn(make: &mut dyn FnMut() -> Command) -> Duration {
+    let mut cmd = make();
+    cmd.stdout(Stdio::null()).stderr(Stdio::null()).stdin(Stdio::null());
+    let start = Instant::now();
+    let status = cmd.status().expect("spawn");
+    let elapsed = start.elapsed();
+    assert!(status.success(), "benchmark command failed");
+    elapsed
+}
+
+/// The median spawn time of each command, sampled in turn within every round: a burst of
+/// load from elsewhere on the machine then weighs on all of them alike instead of on
+/// whichever happened to be measured during it.
+fn time_spawns_interleaved(rounds: usize, makers: &mut [&mut dyn FnMut() -> Command]) -> Vec<Duration> {
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); makers.len()];
+    for _ in 0..rounds {
+        for (make, taken) in makers.iter_mut().zip(&mut samples) {
+            taken.push(time_spawn(*make));
+        }
+    }
+    samples.into_iter().map(median).collect()
 }
 
 /// A module of about 300 lines: 50 small functions chained from `main`, plus JSON work.
@@ -57,9 +65,8 @@ fn main() {
     let bin = env!("CARGO_BIN_EXE_ailang");
     let rounds = 200;
 
-    // Warm both paths once so that the page cache treats them alike.
-    let _ = time_spawns(5, || Command::new("/bin/true"));
-    let run = || {
+    let mut truth = || Command::new("/bin/true");
+    let mut run = || {
         let mut c = Command::new(bin);
         c.current_dir(&root).env("AILANG_RELAX_MODULES", "1").args([
             "run",
@@ -74,23 +81,21 @@ fn main() {
         ]);
         c
     };
-    let _ = time_spawns(5, run);
-    let baseline = time_spawns(rounds, || Command::new("/bin/true"));
-    let echo = time_spawns(rounds, run);
-    println!("spawn /bin/true         median {:>9.3} ms", baseline.as_secs_f64() * 1e3);
-    println!("spawn ailang run echo   median {:>9.3} ms", echo.as_secs_f64() * 1e3);
-    println!("ratio ailang/true       {:.2}x (target <= 3x)", echo.as_secs_f64() / baseline.as_secs_f64());
-
     let source = module_300_lines();
     let lines = source.lines().count();
     std::fs::write(root.join("big.ail"), &source).expect("write big");
-    let check = || {
+    let mut check = || {
         let mut c = Command::new(bin);
         c.current_dir(&root).env("AILANG_RELAX_MODULES", "1").args(["check", "big.ail"]);
         c
     };
-    let _ = time_spawns(5, check);
-    let checked = time_spawns(rounds, check);
+    // Warm every path once so that the page cache treats them alike.
+    let _ = time_spawns_interleaved(5, &mut [&mut truth, &mut run, &mut check]);
+    let medians = time_spawns_interleaved(rounds, &mut [&mut truth, &mut run, &mut check]);
+    let (baseline, echo, checked) = (medians[0], medians[1], medians[2]);
+    println!("spawn /bin/true         median {:>9.3} ms", baseline.as_secs_f64() * 1e3);
+    println!("spawn ailang run echo   median {:>9.3} ms", echo.as_secs_f64() * 1e3);
+    println!("ratio ailang/true       {:.2}x (target <= 3x)", echo.as_secs_f64() / baseline.as_secs_f64());
     println!("spawn ailang check {lines}-line module median {:>9.3} ms", checked.as_secs_f64() * 1e3);
     println!("ratio check/true        {:.2}x (target <= 3x)", checked.as_secs_f64() / baseline.as_secs_f64());
 
