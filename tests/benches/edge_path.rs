@@ -257,8 +257,18 @@ fn ratio_row(measure: &str, runtime: &str, compared: Compared, target: Option<f6
 
 /// A JSON-RPC success: an SSE `data:` line (or a JSON body) whose object has `result`.
 fn is_success(body: &str) -> bool {
+    /// The envelope only: the whole answer is still checked to be JSON, but the load generator
+    /// builds no tree of a large result (a 1,000-tool list), which would cost it more than the
+    /// servers it measures.
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        result: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow)]
+        error: Option<&'a serde_json::value::RawValue>,
+    }
     let json = body.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(body);
-    serde_json::from_str::<serde_json::Value>(json).is_ok_and(|v| v.get("result").is_some() && v.get("error").is_none())
+    serde_json::from_str::<Envelope>(json).is_ok_and(|e| e.result.is_some() && e.error.is_none())
 }
 
 /// Sends a prepared request; a success is a JSON-RPC result.
