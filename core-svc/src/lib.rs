@@ -18,6 +18,7 @@ pub mod registry;
 pub mod session;
 pub mod store;
 pub mod subprocess;
+pub mod surface;
 
 use world_model::{Failure, FailureCode};
 use world_proto::v1 as pb;
@@ -38,6 +39,7 @@ pub struct Core {
     /// Present only when serving with an interpreter.
     pub coordinator: Option<std::sync::Arc<invoke::Coordinator>>,
     pub metrics: std::sync::Arc<metrics::Metrics>,
+    pub surfaces: surface::Surfaces,
 }
 
 impl Core {
@@ -50,6 +52,7 @@ impl Core {
             registry: Default::default(),
             coordinator: None,
             metrics: Default::default(),
+            surfaces: Default::default(),
         }
     }
 
@@ -79,6 +82,7 @@ impl Core {
             registry: Default::default(),
             coordinator: Some(std::sync::Arc::new(coordinator)),
             metrics,
+            surfaces: Default::default(),
         }
     }
 

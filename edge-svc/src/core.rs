@@ -25,8 +25,9 @@ use world_proto::v1::admission_client::AdmissionClient;
 use world_proto::v1::invocation_client::InvocationClient;
 use world_proto::v1::store_client::StoreClient;
 
+use crate::metrics::CoreCalls;
 use crate::session::Forwarded;
-use crate::surface::{Admitted, Surfaces};
+use crate::surface::{Admitted, Surface, Surfaces};
 
 /// Per-call deadlines. Each is the core's own budget plus a margin for the hop, so the core's
 /// typed timeout normally wins and the edge's fires only when the core is hung or gone.
@@ -64,6 +65,7 @@ pub enum CoreUrlError {
 pub struct CoreClient {
     cores: Arc<[Core]>,
     surfaces: Arc<Surfaces>,
+    calls: Arc<CoreCalls>,
     next: Arc<AtomicUsize>,
     /// The zero of each core's `passed_over_until`.
     started: Instant,
@@ -137,9 +139,15 @@ impl CoreClient {
         Ok(CoreClient {
             cores: cores.into(),
             surfaces: Arc::default(),
+            calls: Arc::default(),
             next: Arc::new(AtomicUsize::new(0)),
             started: Instant::now(),
         })
+    }
+
+    /// The calls this client has sent, by RPC.
+    pub fn sent(&self) -> &CoreCalls {
+        &self.calls
     }
 
     pub fn replicas(&self) -> usize {
@@ -192,6 +200,7 @@ impl CoreClient {
                 .inspect_err(|_| tracing::warn!(what, "authorization value is not valid metadata"))
                 .ok()
         });
+        self.calls.count(what);
         let span = tracing::info_span!("rpc.client", otel.kind = "client", rpc.system = "grpc", rpc.method = what,);
         let request = |message: Q| {
             let mut request = Request::new(message);
@@ -493,6 +502,18 @@ impl CoreClient {
         message: pb::InvokeRequest,
         timeout: Duration,
     ) -> Result<pb::Invoked, Failure> {
+        debug_assert!(message.unadmitted_surface.is_empty());
+        self.invoke_unadmitted(credential, message, timeout).await?.ok_or_else(|| empty_reply("invoke"))
+    }
+
+    /// As `invoke`, for a message that may name the surface its call was chosen from instead
+    /// of having been admitted: `None` when the core ran nothing and asks for an admission.
+    pub async fn invoke_unadmitted(
+        &self,
+        credential: &Forwarded,
+        message: pb::InvokeRequest,
+        timeout: Duration,
+    ) -> Result<Option<pb::Invoked>, Failure> {
         use pb::invoke_reply::Outcome;
         let reply = self
             .unary("invoke", Some(credential), timeout, LostReply::Invocation, message, |channel, request| async move {
@@ -500,10 +521,16 @@ impl CoreClient {
             })
             .await?;
         match reply.outcome {
-            Some(Outcome::Invoked(invoked)) => Ok(invoked),
+            Some(Outcome::Invoked(invoked)) => Ok(Some(invoked)),
             Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
+            Some(Outcome::Readmit(_)) => Ok(None),
             None => Err(empty_reply("invoke")),
         }
+    }
+
+    /// The surface this edge last admitted `credential` with, if it still holds it.
+    pub fn known_surface(&self, credential: &Forwarded) -> Option<Arc<Surface>> {
+        self.surfaces.known(credential.as_str())
     }
 
     /// The committed A2A task `task_id` of the caller's episode (`GetTask`), read from the
@@ -529,7 +556,7 @@ impl CoreClient {
         match reply.outcome {
             Some(Outcome::Invoked(invoked)) => Ok(invoked),
             Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("committed task")),
+            Some(Outcome::Readmit(_)) | None => Err(empty_reply("committed task")),
         }
     }
 

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use tracing::Instrument as _;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::response::Response;
 use http::header::{ACCEPT, CONTENT_TYPE, ORIGIN};
 use http::{HeaderMap, StatusCode};
@@ -24,14 +24,14 @@ use tokio::time::Instant;
 use world_model::{Failure, FailureCode, McpNameError, escape_surface, go_quote, unescape};
 use world_proto::v1 as pb;
 
-use crate::body::{MCP_LIMIT, read_capped};
+use crate::body::{BodyError, MCP_LIMIT, read_capped};
 use crate::callback::{CallbackError, Callbacks};
 use crate::card::{CARD_NAME, CARD_VERSION};
 use crate::core::CoreClient;
 use crate::json::{self, compact_raw, go_fields, go_members, go_string};
 use crate::server::AppState;
 use crate::session::{self, Forwarded};
-use crate::surface::Tools;
+use crate::surface::{Surface, Tools};
 use crate::wire;
 
 /// The whole-POST message for a body over the cap or unreadable (reference-edge §6.3 step 1).
@@ -109,6 +109,13 @@ pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Respon
         Ok(credential) => credential,
         Err(denial) => return wire::mcp_denial(denial),
     };
+    let body = match state.core.known_surface(&credential) {
+        Some(surface) => match unadmitted_call(state, headers, &credential, &surface, body, deadline).await {
+            Ok(response) => return response,
+            Err(body) => body,
+        },
+        None => Pending::Unread(body),
+    };
     let admission = state
         .callbacks
         .run(deadline, |_| {
@@ -134,7 +141,7 @@ pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Respon
             return wire::mcp_transport_error(StatusCode::FORBIDDEN, null, INVALID_REQUEST, ORIGIN_REFUSED);
         }
     }
-    let Ok(bytes) = read_capped(body, MCP_LIMIT, state.limits.body_read_timeout).await else {
+    let Ok(bytes) = body.read(state.limits.body_read_timeout).await else {
         return wire::mcp_host_envelope(INVALID_BODY, null);
     };
     let post_id = top_level_id(&bytes);
@@ -156,9 +163,72 @@ pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Respon
             ));
         }
     };
-    let post = Post { version, core: &state.core, callbacks: &state.callbacks, credential, tools, deadline };
+    let post = Post { version, core: &state.core, callbacks: &state.callbacks, credential, tools, deadline, unadmitted: None };
     let body = bytes.trim_ascii();
     if body.first() == Some(&b'[') { post.batch(version, body).await } else { post.single(body).await }
+}
+
+/// A POST's body, before or after it was read.
+enum Pending {
+    Unread(Body),
+    Read(Result<Bytes, BodyError>),
+}
+
+impl Pending {
+    async fn read(self, within: Duration) -> Result<Bytes, BodyError> {
+        match self {
+            Pending::Unread(body) => read_capped(body, MCP_LIMIT, within).await,
+            Pending::Read(read) => read,
+        }
+    }
+}
+
+/// A lone `tools/call` of a tool on the surface this edge last admitted the credential with,
+/// sent without a separate admission: the core admits it as part of the call, so the common
+/// request crosses to the core once instead of twice. Anything else (another method, a batch,
+/// a tool not on that surface, a check that comes after admission failing, or the core asking
+/// for an admission) goes back, nothing having run, for the ordinary path to answer.
+async fn unadmitted_call(
+    state: &AppState,
+    headers: &HeaderMap,
+    credential: &Forwarded,
+    surface: &Surface,
+    body: Body,
+    deadline: Instant,
+) -> Result<Response, Pending> {
+    let Ok(tools) = surface.tools() else { return Err(Pending::Unread(body)) };
+    if let Some(origin) = headers.get(ORIGIN)
+        && !state.origins.allows(&String::from_utf8_lossy(origin.as_bytes()))
+    {
+        return Err(Pending::Unread(body));
+    }
+    let bytes = match read_capped(body, MCP_LIMIT, state.limits.body_read_timeout).await {
+        Ok(bytes) => bytes,
+        Err(error) => return Err(Pending::Read(Err(error))),
+    };
+    let ordinary = || Pending::Read(Ok(bytes.clone()));
+    let Ok(version) = protocol_version(headers) else { return Err(ordinary()) };
+    if !content_type_is_json(headers) || !accepts_json_and_sse(headers) {
+        return Err(ordinary());
+    }
+    let Ok(Message::Request { id, method, params }) = classify(bytes.trim_ascii()) else { return Err(ordinary()) };
+    if method != "tools/call" || ToolCall::parse(params, tools).is_err() {
+        return Err(ordinary());
+    }
+    let post = Post {
+        version,
+        core: &state.core,
+        callbacks: &state.callbacks,
+        credential: credential.clone(),
+        tools,
+        deadline,
+        unadmitted: Some(&surface.digest),
+    };
+    match post.dispatch(&id, &method, params).await {
+        Ok(answer) => Ok(wire::mcp_sse(&answer)),
+        Err(CallbackError::Readmit) => Err(ordinary()),
+        Err(error) => Ok(wire::mcp_callback_failure(&error, &id)),
+    }
 }
 
 /// The top-level `id` of a body that is one JSON object, for answering the POST as a whole;
@@ -357,6 +427,9 @@ struct Post<'a> {
     /// The admitted surface's tools.
     tools: &'a Tools,
     deadline: Instant,
+    /// The digest of `tools`' surface when the POST was not admitted (a lone `tools/call`
+    /// the core admits as it runs it).
+    unadmitted: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -531,42 +604,22 @@ impl Post<'_> {
     }
 
     async fn call(&self, id: &RawValue, params: Option<&RawValue>) -> Result<Vec<u8>, CallbackError> {
-        let invalid = |detail: String| wire::mcp_error_object(id, INVALID_PARAMS, &format!("invalid params: {detail}"));
-        let Some(params) = params else {
-            return Ok(invalid("unexpected end of JSON input".to_owned()));
-        };
-        let [name, arguments] = match go_fields(params, ["name", "arguments"]) {
-            Ok(fields) => fields.unwrap_or_default(),
-            Err(error) => return Ok(invalid(error.to_string())),
-        };
-        let name = match go_string(name) {
-            Ok(name) => name,
-            Err(error) => return Ok(invalid(error.to_string())),
-        };
-        tracing::Span::current().record(world_telemetry::attr::TOOL_NAME, name.as_str());
-        if !self.tools.list.iter().any(|tool| tool.name == name) {
-            // Unknown and ungranted names are one answer: the surface holds only granted tools.
-            return Ok(wire::mcp_error_object(id, INVALID_PARAMS, &format!("unknown tool {}", go_quote(&name))));
+        let checked = ToolCall::parse(params, self.tools);
+        if let Some(name) = checked.as_ref().map_or_else(CallRefusal::name, |call| Some(&call.name)) {
+            tracing::Span::current().record(world_telemetry::attr::TOOL_NAME, name.as_str());
         }
-        // The host refuses anything but an object before running anything (§7.1).
-        let Some(arguments) = arguments.filter(|arguments| json::kind(arguments) == "object") else {
-            tracing::info!("mcp refusal: tools/call -: {:?}", "tools/call arguments are not a JSON object");
-            return Err(CallbackError::Failed(Failure::new(FailureCode::InvalidParams, "arguments are not an object")));
-        };
-        let transition_id = match unescape(&name) {
-            Ok(transition_id) => transition_id,
-            Err(error) => {
-                tracing::info!("mcp refusal: tools/call -: {:?}", error.to_string());
-                return Err(CallbackError::Failed(Failure::of(FailureCode::Unavailable)));
-            }
+        let call = match checked {
+            Ok(call) => call,
+            Err(refusal) => return refusal.answer(id),
         };
         let request = pb::InvokeRequest {
             surface: "mcp".into(),
-            transition_id,
+            transition_id: call.transition_id,
             // The core mints a fresh random task id: MCP ids give no idempotency.
             task_id: String::new(),
-            arguments: arguments.get().as_bytes().to_vec(),
+            arguments: call.arguments.get().as_bytes().to_vec(),
             transition_fn: String::new(),
+            unadmitted_surface: self.unadmitted.unwrap_or_default().to_owned(),
         };
         let invoked = self
             .callbacks
@@ -574,12 +627,13 @@ impl Post<'_> {
                 let (core, credential) = (self.core.clone(), self.credential.clone());
                 async move {
                     let timeout = until.saturating_duration_since(Instant::now()) + INVOKE_GRACE;
-                    core.invoke(&credential, request, timeout).await
+                    core.invoke_unadmitted(&credential, request, timeout).await
                 }
             })
             .await;
         match invoked {
-            Ok(invoked) => Ok(tool_result(id, &invoked.output)),
+            Ok(Some(invoked)) => Ok(tool_result(id, &invoked.output)),
+            Ok(None) => Err(CallbackError::Readmit),
             Err(CallbackError::Failed(failure)) => match wire::mcp_tool_error_text(&failure) {
                 Some(text) => {
                     Ok(reply(id, &CallError { content: [TextContent { kind: "text", text }], is_error: true }))
@@ -587,6 +641,74 @@ impl Post<'_> {
                 None => Err(CallbackError::Failed(failure)),
             },
             Err(error) => Err(error),
+        }
+    }
+}
+
+/// A `tools/call` of a tool on the surface, ready to send.
+struct ToolCall<'p> {
+    name: String,
+    transition_id: String,
+    arguments: &'p RawValue,
+}
+
+/// Why a `tools/call` runs nothing.
+enum CallRefusal {
+    /// Params that do not decode: a JSON-RPC error inside the reply.
+    Params(String),
+    /// A name not on the surface: unknown and ungranted are one answer, since the surface
+    /// holds only granted tools.
+    UnknownTool(String),
+    /// Arguments that are not an object: the host refuses them before running anything (§7.1).
+    NotAnObject(String),
+    /// A name on the surface that does not unescape to a transition id.
+    BadName(String, McpNameError),
+}
+
+impl<'p> ToolCall<'p> {
+    /// The params checked in the host's order.
+    fn parse(params: Option<&'p RawValue>, tools: &Tools) -> Result<ToolCall<'p>, CallRefusal> {
+        let params = params.ok_or_else(|| CallRefusal::Params("unexpected end of JSON input".to_owned()))?;
+        let [name, arguments] =
+            go_fields(params, ["name", "arguments"]).map_err(|e| CallRefusal::Params(e.to_string()))?.unwrap_or_default();
+        let name = go_string(name).map_err(|e| CallRefusal::Params(e.to_string()))?;
+        if !tools.list.iter().any(|tool| tool.name == name) {
+            return Err(CallRefusal::UnknownTool(name));
+        }
+        let Some(arguments) = arguments.filter(|arguments| json::kind(arguments) == "object") else {
+            return Err(CallRefusal::NotAnObject(name));
+        };
+        match unescape(&name) {
+            Ok(transition_id) => Ok(ToolCall { name, transition_id, arguments }),
+            Err(error) => Err(CallRefusal::BadName(name, error)),
+        }
+    }
+}
+
+impl CallRefusal {
+    fn name(&self) -> Option<&String> {
+        match self {
+            CallRefusal::Params(_) => None,
+            CallRefusal::UnknownTool(name) | CallRefusal::NotAnObject(name) | CallRefusal::BadName(name, _) => Some(name),
+        }
+    }
+
+    fn answer(self, id: &RawValue) -> Result<Vec<u8>, CallbackError> {
+        match self {
+            CallRefusal::Params(detail) => {
+                Ok(wire::mcp_error_object(id, INVALID_PARAMS, &format!("invalid params: {detail}")))
+            }
+            CallRefusal::UnknownTool(name) => {
+                Ok(wire::mcp_error_object(id, INVALID_PARAMS, &format!("unknown tool {}", go_quote(&name))))
+            }
+            CallRefusal::NotAnObject(_) => {
+                tracing::info!("mcp refusal: tools/call -: {:?}", "tools/call arguments are not a JSON object");
+                Err(CallbackError::Failed(Failure::new(FailureCode::InvalidParams, "arguments are not an object")))
+            }
+            CallRefusal::BadName(_, error) => {
+                tracing::info!("mcp refusal: tools/call -: {:?}", error.to_string());
+                Err(CallbackError::Failed(Failure::of(FailureCode::Unavailable)))
+            }
         }
     }
 }

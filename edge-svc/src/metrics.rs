@@ -28,6 +28,16 @@ struct Registry {
     a2a: BTreeMap<(&'static str, Option<i64>), u64>,
 }
 
+/// Calls sent to the cores, by RPC: what answering costs in round trips.
+#[derive(Default)]
+pub struct CoreCalls(Mutex<BTreeMap<&'static str, u64>>);
+
+impl CoreCalls {
+    pub fn count(&self, rpc: &'static str) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()).entry(rpc).or_default() += 1;
+    }
+}
+
 #[derive(Default)]
 pub struct Metrics {
     registry: Mutex<Registry>,
@@ -55,18 +65,24 @@ impl Metrics {
         histogram.count += 1;
     }
 
-    /// The exposition plus the gauge of MCP host-callback slots in use now.
     /// One `/a2a/` answer: every one is HTTP 200, so the route's status series cannot tell a
     /// task from a refusal. `method` is one the endpoint knows, or `-` (never the caller's text).
     pub fn a2a(&self, method: &'static str, error: Option<i64>) {
         *self.registry().a2a.entry((method, error)).or_default() += 1;
     }
 
-    pub fn render_with_callbacks(&self, callbacks_in_use: usize) -> String {
+    /// The exposition plus the gauge of MCP host-callback slots in use now and the calls sent
+    /// to the cores.
+    pub fn render_with(&self, callbacks_in_use: usize, core_calls: &CoreCalls) -> String {
         let mut out = self.render();
         out.push_str("# HELP world_edge_host_callbacks_in_use MCP host-callback slots in use.\n");
         out.push_str("# TYPE world_edge_host_callbacks_in_use gauge\n");
         let _ = writeln!(out, "world_edge_host_callbacks_in_use {callbacks_in_use}");
+        out.push_str("# HELP world_edge_core_calls_total Calls sent to the cores, by RPC.\n");
+        out.push_str("# TYPE world_edge_core_calls_total counter\n");
+        for (rpc, count) in core_calls.0.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let _ = writeln!(out, "world_edge_core_calls_total{{rpc=\"{rpc}\"}} {count}");
+        }
         out
     }
 

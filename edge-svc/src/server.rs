@@ -157,7 +157,7 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
         Route::Metrics => wire::bytes(
             http::StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
-            state.metrics.render_with_callbacks(state.callbacks.in_use()).into_bytes(),
+            state.metrics.render_with(state.callbacks.in_use(), state.core.sent()).into_bytes(),
         ),
     };
     (matched.pattern, response)

@@ -152,6 +152,21 @@ impl World {
         self.core = core;
     }
 
+    /// Publishes `manifest` (`count` transitions) as a new registry revision: the core stops,
+    /// since the registry has a single writer, and serves again with the interpreter on the
+    /// same address, its edges untouched.
+    pub fn republish(&mut self, manifest: &Path, count: usize) {
+        let logs = self.dir.path().join(format!("core-{}", self.core.pid()));
+        std::fs::create_dir_all(&logs).expect("core log folder");
+        self.core.kill();
+        publish(&self.store, manifest, count);
+        let serve = serve_args(&bin("ailang"), None);
+        let serve: Vec<&str> = serve.iter().map(String::as_str).collect();
+        let (core, addr) = start_core_at(&bin("world-core"), &self.core_addr, &self.store, &logs, &serve, &[]);
+        assert_eq!(addr, self.core_addr);
+        self.core = core;
+    }
+
     /// Runs a `world-core` verb against this world's store.
     pub fn core_verb(&self, args: &[&str]) -> Output {
         let mut command = Command::new(bin("world-core"));

@@ -109,6 +109,7 @@ async fn invoke(
         task_id: task.into(),
         arguments: br#"{"path":"hello.txt"}"#.to_vec(),
         transition_fn: String::new(),
+        unadmitted_surface: String::new(),
     });
     request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().expect("metadata"));
     client.invoke(request).await.expect("invoke").into_inner().outcome.expect("an outcome")

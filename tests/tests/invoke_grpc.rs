@@ -23,6 +23,7 @@ async fn invoke(client: &mut Client, token: &str, task: &str, arguments: &str) -
         task_id: task.into(),
         arguments: arguments.as_bytes().to_vec(),
         transition_fn: String::new(),
+        unadmitted_surface: String::new(),
     });
     let value: MetadataValue<_> = format!("Bearer {token}").parse().unwrap();
     request.metadata_mut().insert("authorization", value);
@@ -193,6 +194,7 @@ async fn a_call_beyond_the_subprocess_slots_is_refused_not_queued() {
             task_id: "slow-1".into(),
             arguments: b"{}".to_vec(),
             transition_fn: String::new(),
+            unadmitted_surface: String::new(),
         });
         request.metadata_mut().insert("authorization", format!("Bearer {slow_token}").parse().unwrap());
         slow_client.invoke(request).await.unwrap().into_inner().outcome.unwrap()
@@ -244,6 +246,7 @@ async fn no_interpreter_outlives_a_killed_core() {
             task_id: "spin-forever".into(),
             arguments: br#"{"outer":100000000}"#.to_vec(),
             transition_fn: String::new(),
+            unadmitted_surface: String::new(),
         });
         request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
         client.invoke(request).await

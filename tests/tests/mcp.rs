@@ -186,6 +186,61 @@ async fn every_request_requirement_and_error_row() {
     assert_eq!(world.log_len(&token).await, 1, "no refused call committed anything");
 }
 
+/// After the first admission the edge sends a lone `tools/call` of a tool on the session's kept
+/// surface straight to the core, which admits it as it runs it. When that surface has changed
+/// since (a new registry revision hides the tool) or the session has ended, the call runs nothing and is
+/// answered exactly as a session the edge never saw is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_from_a_kept_surface_answers_as_a_fresh_admission_would() {
+    let mut world = fixture_world(Setup::default());
+    let grants = ["world.apply=world:1000"];
+    let token = world.mint("ep1", &grants, 8);
+    let minted = Instant::now();
+    let url = world.edge_url.clone();
+    let url = url.as_str();
+    let echo = call(3, "tools_decho", json!({"n":1}));
+    for _ in 0..3 {
+        let answer = post(url, &token, echo.clone()).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        assert!(answer.body.contains(r#""structuredContent":{"echo":{"n":1}}"#), "{}", answer.body);
+    }
+    // Only the first call was admitted on its own.
+    let metrics = http().get(world.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    for line in ["world_edge_core_calls_total{rpc=\"admit\"} 1\n", "world_edge_core_calls_total{rpc=\"invoke\"} 3\n"] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
+
+    // A new revision in which the echo transition needs a scope the session was not granted.
+    let mut manifest: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(fixture("invoke/transitions.json")).unwrap()).unwrap();
+    let echo_entry = manifest.iter_mut().find(|t| t["id"] == "tools.echo").unwrap();
+    echo_entry["access"]["scope"] = json!("elsewhere");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("transitions.json");
+    std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    world.republish(&path, TRANSITIONS);
+
+    let stale = post(url, &token, echo.clone()).await;
+    let fresh = post(url, &world.mint("ep2", &grants, 3600), echo.clone()).await;
+    assert_answer(&stale, 200, SSE, &fresh.body, "a tool the new revision dropped");
+    assert_eq!(stale.body, sse(&rpc_error("3", -32602, r#"unknown tool \"tools_decho\""#)));
+    // The session's new surface is kept in turn: its tools still run.
+    for _ in 0..2 {
+        let named = post(url, &token, call(4, "tests_dnamed", json!({"name":"x"}))).await;
+        assert_eq!(named.status, StatusCode::OK, "{}", named.body);
+        assert!(named.body.contains(r#""structuredContent":{"echo":{"name":"x"}}"#), "{}", named.body);
+    }
+
+    // The session ends: the kept surface changes nothing. (A session minted already at its
+    // end, which this edge never admitted, is the comparison.)
+    let expired = world.mint("ep4", &grants, 0);
+    tokio::time::sleep((minted + Duration::from_secs(9)).saturating_duration_since(Instant::now())).await;
+    let ended = post(url, &token, call(5, "tests_dnamed", json!({}))).await;
+    let never_seen = post(url, &expired, call(5, "tests_dnamed", json!({}))).await;
+    assert_answer(&ended, never_seen.status.as_u16(), &never_seen.content_type, &never_seen.body, "an ended session");
+    assert_eq!(ended.status, StatusCode::UNAUTHORIZED, "{}", ended.body);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_methods_answer_with_one_sse_event() {
     let world = fixture_world(Setup::default());

@@ -3,9 +3,11 @@
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 use world_model::{Failure, FailureCode, Surface, TaskId, invocation_id};
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_server::Invocation;
+use world_proto::v1::invoke_reply::Outcome;
 
 use super::{authorization, convert};
 use crate::Core;
@@ -21,8 +23,23 @@ impl InvocationService {
         Self { core }
     }
 
-    async fn invoke_call(&self, request: Request<pb::InvokeRequest>) -> Result<pb::Invoked, Failure> {
-        let session = self.core.resolve_session(authorization(&request), "invoke").await?;
+    async fn invoke_call(&self, mut request: Request<pb::InvokeRequest>) -> Result<Outcome, Failure> {
+        let readmit = Ok(Outcome::Readmit(pb::Readmit {}));
+        // A call sent without an admission is admitted here; whatever that admission would
+        // have answered other than "this surface" goes back to the edge to answer properly.
+        let unadmitted = std::mem::take(&mut request.get_mut().unadmitted_surface);
+        let session = match self.core.resolve_session(authorization(&request), "invoke").await {
+            Ok(session) => session,
+            Err(_) if !unadmitted.is_empty() => return readmit,
+            Err(failure) => return Err(failure),
+        };
+        if !unadmitted.is_empty() {
+            let span = tracing::info_span!("admit", world.episode = session.episode.as_str());
+            match self.core.admit(&session).instrument(span).await {
+                Ok(Some((_, surface))) if surface.digest == unadmitted => {}
+                _ => return readmit,
+            }
+        }
         let message = request.into_inner();
         let surface = Surface::parse(&message.surface)
             .ok_or_else(|| Failure::new(FailureCode::InvalidParams, "surface must be a2a or mcp"))?;
@@ -44,14 +61,14 @@ impl InvocationService {
             pin: (!message.transition_fn.is_empty()).then_some(message.transition_fn),
         };
         let invoked = coordinator.invoke(Arc::clone(&self.core.registry), call).await?;
-        Ok(pb::Invoked {
+        Ok(Outcome::Invoked(pb::Invoked {
             output: invoked.output,
             invocation_id: invoked.invocation_id,
             world_ref: invoked.world_ref.to_string(),
             entry_index: invoked.entry_index,
             task_id: invoked.task_id,
             reconciled: invoked.reconciled,
-        })
+        }))
     }
 }
 
@@ -103,7 +120,6 @@ impl Invocation for InvocationService {
         &self,
         request: Request<pb::CommittedTaskRequest>,
     ) -> Result<Response<pb::InvokeReply>, Status> {
-        use pb::invoke_reply::Outcome;
         let outcome = match self.committed_call(request).await {
             Ok(invoked) => Outcome::Invoked(invoked),
             Err(failure) => Outcome::Failure(convert::failure(failure)),
@@ -112,11 +128,7 @@ impl Invocation for InvocationService {
     }
 
     async fn invoke(&self, request: Request<pb::InvokeRequest>) -> Result<Response<pb::InvokeReply>, Status> {
-        use pb::invoke_reply::Outcome;
-        let outcome = match self.invoke_call(request).await {
-            Ok(invoked) => Outcome::Invoked(invoked),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
+        let outcome = self.invoke_call(request).await.unwrap_or_else(|failure| Outcome::Failure(convert::failure(failure)));
         Ok(Response::new(pb::InvokeReply { outcome: Some(outcome) }))
     }
 }

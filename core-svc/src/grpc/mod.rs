@@ -3,7 +3,7 @@
 //! the reply, not as free-text statuses.
 
 mod admission;
-mod convert;
+pub(crate) mod convert;
 mod invocation;
 mod store_api;
 

@@ -364,6 +364,7 @@ async fn invoke(
         task_id: task_id.to_owned(),
         arguments: data.get().as_bytes().to_vec(),
         transition_fn: pin.map(|pin| pin.to_string()).unwrap_or_default(),
+        unadmitted_surface: String::new(),
     };
     let remaining = request.deadline.saturating_duration_since(Instant::now());
     if remaining.is_zero() {

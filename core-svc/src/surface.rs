@@ -1,0 +1,72 @@
+//! A session's surface: the registry descriptors its live grants make visible, in registry
+//! order, with a digest that names exactly that set. Admission ships it; an invocation sent
+//! without a separate admission checks the digest its edge holds against it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use world_model::{Failure, FailureCode, Grant, HashRef, Revision};
+use world_proto::v1 as pb;
+
+use crate::grpc::convert;
+use crate::session::SessionBinding;
+use crate::{Core, registry};
+
+/// A surface as the wire carries it, built once per registry revision and set of live grants.
+pub struct Surface {
+    pub digest: String,
+    pub descriptors: Vec<pb::Descriptor>,
+}
+
+/// The registry head a session sees and its surface there; `None` when nothing is published.
+pub type Admission = Option<(HashRef, Arc<Surface>)>;
+
+/// At most this many surfaces are kept; then the cache starts over.
+const SURFACES_KEPT: usize = 1024;
+
+/// Built surfaces by registry head and live grants: admission, which every request makes, is
+/// then a session read and a lookup, however many transitions are published.
+#[derive(Default)]
+pub struct Surfaces(Mutex<HashMap<SurfaceKey, Arc<Surface>>>);
+
+/// A registry revision and a session's live grants (effect, scope, budget).
+type SurfaceKey = (HashRef, Vec<(String, String, i64)>);
+
+impl Surfaces {
+    fn get(&self, head: HashRef, revision: &Revision, grants: &[Grant], now: i64) -> Arc<Surface> {
+        let live = grants.iter().filter(|g| g.is_live(now)).map(|g| (g.effect.clone(), g.scope.clone(), g.budget));
+        let key = (head, live.collect());
+        let mut surfaces = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(surface) = surfaces.get(&key) {
+            return Arc::clone(surface);
+        }
+        let visible: Vec<&world_model::Descriptor> = registry::visible(revision, grants, now).collect();
+        // A revision's descriptors never change, so its ref and the visible ids name the set.
+        let mut named = format!("world/surface/v1\n{head}");
+        for descriptor in &visible {
+            named.push('\n');
+            named.push_str(descriptor.id.as_str());
+        }
+        let surface = Arc::new(Surface {
+            digest: HashRef::of(named.as_bytes()).to_string(),
+            descriptors: visible.into_iter().map(convert::descriptor).collect(),
+        });
+        if surfaces.len() >= SURFACES_KEPT {
+            surfaces.clear();
+        }
+        surfaces.insert(key, Arc::clone(&surface));
+        surface
+    }
+}
+
+impl Core {
+    /// The surface `session` sees now.
+    pub async fn admit(&self, session: &SessionBinding) -> Result<Admission, Failure> {
+        let current = self.registry.at(&self.store, session.registry_head).await.map_err(|error| {
+            tracing::error!(%error, "admit: transition registry read failed");
+            Failure::of(FailureCode::Unavailable)
+        })?;
+        let now = crate::session::now_unix();
+        Ok(current.map(|(head, revision)| (head, self.surfaces.get(head, &revision, &session.grants, now))))
+    }
+}
