@@ -42,7 +42,13 @@ impl Formatter for GoFormatter {
 
 /// `json.Marshal`: compact, Go-escaped, no trailing newline.
 pub fn marshal<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128);
+    marshal_sized(value, 128)
+}
+
+/// [`marshal`] into a buffer made for `capacity` bytes, so a large body is written once
+/// rather than copied as its buffer grows.
+pub fn marshal_sized<T: Serialize + ?Sized>(value: &T, capacity: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(capacity);
     let mut serializer = Serializer::with_formatter(&mut out, GoFormatter);
     if let Err(error) = value.serialize(&mut serializer) {
         // Every body the edge writes is a plain struct of strings, integers, vectors and JSON

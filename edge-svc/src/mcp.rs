@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use tracing::Instrument as _;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::response::Response;
 use http::header::{ACCEPT, CONTENT_TYPE, ORIGIN};
 use http::{HeaderMap, StatusCode};
@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use world_model::{Failure, FailureCode, McpNameError, escape_surface, go_quote, unescape};
 use world_proto::v1 as pb;
 
-use crate::body::{BodyError, MCP_LIMIT, read_capped};
+use crate::body::{MCP_LIMIT, Pending, read_capped};
 use crate::callback::{CallbackError, Callbacks};
 use crate::card::{CARD_NAME, CARD_VERSION};
 use crate::core::CoreClient;
@@ -141,7 +141,7 @@ pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Respon
             return wire::mcp_transport_error(StatusCode::FORBIDDEN, null, INVALID_REQUEST, ORIGIN_REFUSED);
         }
     }
-    let Ok(bytes) = body.read(state.limits.body_read_timeout).await else {
+    let Ok(bytes) = body.read(|body| read_capped(body, MCP_LIMIT, state.limits.body_read_timeout)).await else {
         return wire::mcp_host_envelope(INVALID_BODY, null);
     };
     let post_id = top_level_id(&bytes);
@@ -163,24 +163,10 @@ pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Respon
             ));
         }
     };
-    let post = Post { version, core: &state.core, callbacks: &state.callbacks, credential, tools, deadline, unadmitted: None };
+    let post =
+        Post { version, core: &state.core, callbacks: &state.callbacks, credential, tools, deadline, unadmitted: None };
     let body = bytes.trim_ascii();
     if body.first() == Some(&b'[') { post.batch(version, body).await } else { post.single(body).await }
-}
-
-/// A POST's body, before or after it was read.
-enum Pending {
-    Unread(Body),
-    Read(Result<Bytes, BodyError>),
-}
-
-impl Pending {
-    async fn read(self, within: Duration) -> Result<Bytes, BodyError> {
-        match self {
-            Pending::Unread(body) => read_capped(body, MCP_LIMIT, within).await,
-            Pending::Read(read) => read,
-        }
-    }
 }
 
 /// A lone `tools/call` of a tool on the surface this edge last admitted the credential with,
@@ -443,6 +429,16 @@ fn reply<R: Serialize + ?Sized>(id: &RawValue, result: &R) -> Vec<u8> {
     json::marshal(&Reply { jsonrpc: "2.0", id, result })
 }
 
+/// The `tools/list` reply, written into a buffer of its final size: with a large registry it
+/// is the biggest body the edge writes.
+fn tools_reply(id: &RawValue, tools: &RawValue) -> Vec<u8> {
+    let envelope = r#"{"jsonrpc":"2.0","id":,"result":{"tools":}}"#.len();
+    json::marshal_sized(
+        &Reply { jsonrpc: "2.0", id, result: &ToolList { tools } },
+        envelope + id.get().len() + tools.get().len(),
+    )
+}
+
 // The reference builds the `initialize` result as a Go map: keys in bytewise order.
 #[derive(Serialize)]
 struct Initialized {
@@ -575,7 +571,8 @@ impl Post<'_> {
             world_telemetry::adopt_traceparent(&span, &traceparent, tracestate.as_deref());
         }
         let answer = self.dispatch_in_span(id, method, params).instrument(span.clone()).await;
-        if answer.is_err() {
+        // A readmit is no failure: the call is sent again once admitted.
+        if answer.as_ref().is_err_and(|error| *error != CallbackError::Readmit) {
             span.record("otel.status_code", "ERROR");
         }
         answer
@@ -597,7 +594,7 @@ impl Post<'_> {
                 },
             )),
             "ping" => Ok(reply(id, &Empty {})),
-            "tools/list" => Ok(reply(id, &ToolList { tools: &self.tools.json })),
+            "tools/list" => Ok(tools_reply(id, &self.tools.json)),
             "tools/call" => self.call(id, params).await,
             _ => Ok(wire::mcp_error_object(id, METHOD_NOT_FOUND, &format!("method not found: {}", go_quote(method)))),
         }
@@ -669,8 +666,9 @@ impl<'p> ToolCall<'p> {
     /// The params checked in the host's order.
     fn parse(params: Option<&'p RawValue>, tools: &Tools) -> Result<ToolCall<'p>, CallRefusal> {
         let params = params.ok_or_else(|| CallRefusal::Params("unexpected end of JSON input".to_owned()))?;
-        let [name, arguments] =
-            go_fields(params, ["name", "arguments"]).map_err(|e| CallRefusal::Params(e.to_string()))?.unwrap_or_default();
+        let [name, arguments] = go_fields(params, ["name", "arguments"])
+            .map_err(|e| CallRefusal::Params(e.to_string()))?
+            .unwrap_or_default();
         let name = go_string(name).map_err(|e| CallRefusal::Params(e.to_string()))?;
         if !tools.list.iter().any(|tool| tool.name == name) {
             return Err(CallRefusal::UnknownTool(name));
@@ -689,7 +687,9 @@ impl CallRefusal {
     fn name(&self) -> Option<&String> {
         match self {
             CallRefusal::Params(_) => None,
-            CallRefusal::UnknownTool(name) | CallRefusal::NotAnObject(name) | CallRefusal::BadName(name, _) => Some(name),
+            CallRefusal::UnknownTool(name) | CallRefusal::NotAnObject(name) | CallRefusal::BadName(name, _) => {
+                Some(name)
+            }
         }
     }
 

@@ -96,6 +96,7 @@ fn scripted_outcome(arguments: &[u8], task_id: &str) -> pb::invoke_reply::Outcom
         entry_index: 3,
         task_id: task_id.into(),
         reconciled: false,
+        episode: "ep1".into(),
     })
 }
 

@@ -95,6 +95,60 @@ async fn the_seed_example_completes_and_a_resent_task_returns_the_committed_entr
     assert_eq!(world.log_len(&token).await, 3);
 }
 
+/// After the first admission the edge sends a lone send of a skill on the session's kept
+/// surface straight to the core, which admits it as it runs it. When that surface has changed
+/// since (a new registry revision hides the skill) or the session has ended, the send runs
+/// nothing and is answered exactly as a session the edge never saw is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_from_a_kept_surface_answers_as_a_fresh_admission_would() {
+    let mut world = fixture_world(Setup::default());
+    let grants = ["world.apply=world:1000"];
+    let token = world.mint("ep1", &grants, 8);
+    let minted = Instant::now();
+    let echo = |n: i64| send("tasks/send", json!(n), &format!("kept-{n}"), skill("tools.echo"), json!({"n":n}));
+    for n in 0..3 {
+        let answer = post(&world, &token, echo(n)).await;
+        assert!(answer.body.contains(r#""status":{"state":"completed"}"#), "{}", answer.body);
+    }
+    // Only the first send was admitted on its own.
+    let metrics = http().get(world.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    for line in ["world_edge_core_calls_total{rpc=\"admit\"} 1\n", "world_edge_core_calls_total{rpc=\"invoke\"} 3\n"] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
+
+    // A new revision in which the echo transition needs a scope the session was not granted.
+    let mut manifest: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(fixture("invoke/transitions.json")).unwrap()).unwrap();
+    let echo_entry = manifest.iter_mut().find(|t| t["id"] == "tools.echo").unwrap();
+    echo_entry["access"]["scope"] = json!("elsewhere");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("transitions.json");
+    std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    world.republish(&path, TRANSITIONS);
+
+    let stale = post(&world, &token, echo(3)).await;
+    let fresh = post(&world, &world.mint("ep2", &grants, 3600), echo(3)).await;
+    assert_eq!(stale.body, fresh.body, "a skill the new revision hides");
+    assert!(stale.body.contains(r#""error":{"code":"#), "{}", stale.body);
+    // The session's new surface is kept in turn: its skills still run, in every vocabulary.
+    let named = send("message/send", json!(4), "kept-4", skill("tests.named"), json!({"name":"x"}));
+    let answer = post(&world, &token, named).await;
+    assert!(answer.body.contains(r#""data":{"echo":{"name":"x"}}"#), "{}", answer.body);
+    let answer =
+        post(&world, &token, send("tasks/send", json!(5), "kept-5", skill("tests.named"), json!({"name":"y"}))).await;
+    assert!(answer.body.contains(r#""data":{"echo":{"name":"y"}}"#), "{}", answer.body);
+
+    // The session ends: the kept surface changes nothing. (A session minted already at its
+    // end, which this edge never admitted, is the comparison.)
+    let expired = world.mint("ep4", &grants, 0);
+    tokio::time::sleep((minted + Duration::from_secs(9)).saturating_duration_since(Instant::now())).await;
+    let named = send("tasks/send", json!(6), "kept-6", skill("tests.named"), json!({"name":"z"}));
+    let ended = post(&world, &token, named.clone()).await;
+    let never_seen = post(&world, &expired, named).await;
+    assert_eq!((ended.status, &ended.body), (never_seen.status, &never_seen.body), "an ended session");
+    assert!(ended.body.contains("expired"), "{}", ended.body);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_reachable_error_row_is_the_seed_text() {
     let world = fixture_world(Setup::default());

@@ -41,6 +41,7 @@ impl InvocationService {
             }
         }
         let message = request.into_inner();
+        let episode = session.episode.as_str().to_owned();
         let surface = Surface::parse(&message.surface)
             .ok_or_else(|| Failure::new(FailureCode::InvalidParams, "surface must be a2a or mcp"))?;
         let Some(coordinator) = &self.core.coordinator else {
@@ -68,6 +69,7 @@ impl InvocationService {
             entry_index: invoked.entry_index,
             task_id: invoked.task_id,
             reconciled: invoked.reconciled,
+            episode,
         }))
     }
 }
@@ -95,6 +97,7 @@ pub async fn committed_task(store: &Store, id: &str, task: &TaskId) -> Result<pb
             entry_index: invoked.entry_index,
             task_id: invoked.task_id,
             reconciled: true,
+            episode: String::new(),
         }),
         Err(refusal) => Err(integrity(&refusal.cause.unwrap_or_default())),
     }
@@ -108,7 +111,7 @@ impl InvocationService {
             .map_err(|_| Failure::new(FailureCode::NotFound, "task not found"))?;
         let id = invocation_id(Surface::A2a, &session.episode, &task);
         match tokio::time::timeout(self.core.limits.read, committed_task(&self.core.store, &id, &task)).await {
-            Ok(result) => result,
+            Ok(result) => result.map(|invoked| pb::Invoked { episode: session.episode.as_str().to_owned(), ..invoked }),
             Err(_) => Err(Failure::of(FailureCode::Timeout)),
         }
     }
@@ -128,7 +131,8 @@ impl Invocation for InvocationService {
     }
 
     async fn invoke(&self, request: Request<pb::InvokeRequest>) -> Result<Response<pb::InvokeReply>, Status> {
-        let outcome = self.invoke_call(request).await.unwrap_or_else(|failure| Outcome::Failure(convert::failure(failure)));
+        let outcome =
+            self.invoke_call(request).await.unwrap_or_else(|failure| Outcome::Failure(convert::failure(failure)));
         Ok(Response::new(pb::InvokeReply { outcome: Some(outcome) }))
     }
 }

@@ -412,6 +412,7 @@ mod tests {
             entry_index: 3,
             task_id: "m-1".into(),
             reconciled: false,
+            episode: "ep1".into(),
         };
         let v1 = json::marshal(&SendMessageResult { task: task(Dialect::V1, "ep1", "m-1", &invoked).unwrap() });
         assert_eq!(

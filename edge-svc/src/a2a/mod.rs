@@ -26,13 +26,13 @@ use world_model::failure::{
 use world_model::{Failure, FailureCode, HashRef, canonicalize};
 use world_proto::v1 as pb;
 
-use crate::body::{A2A_LIMIT, read_prefix};
+use crate::body::{A2A_LIMIT, Pending, read_prefix};
 use crate::core::CoreClient;
 use crate::json::{self, DecodeError, compact_raw, go_fields, go_members, go_string, is_null, member};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::session::{self, Forwarded};
-use crate::surface::Admitted;
+use crate::surface::{Admitted, Surface};
 use crate::wire;
 use message::Dialect;
 
@@ -70,6 +70,11 @@ impl Method {
     /// A2A 1.0's methods, which require `A2A-Version: 1.0`.
     pub fn is_a2a_1_0(self) -> bool {
         matches!(self, Method::SendMessage | Method::GetTask | Method::CancelTask)
+    }
+
+    /// The methods that run a transition.
+    pub fn sends(self) -> bool {
+        matches!(self, Method::TasksSend | Method::MessageSend | Method::SendMessage)
     }
 }
 
@@ -220,6 +225,13 @@ async fn answer(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: B
         Ok(credential) => credential,
         Err(denial) => return (None, wire::a2a_failure(&Failure::from(denial), null)),
     };
+    let body = match core.known_surface(&credential) {
+        Some(surface) => match unadmitted_send(core, limits, headers, &credential, &surface, body, deadline).await {
+            Ok(answered) => return answered,
+            Err(body) => body,
+        },
+        None => Pending::Unread(body),
+    };
     let admitted = match tokio::time::timeout_at(deadline, core.admit(&credential)).await {
         Ok(Ok(admitted)) => admitted,
         Ok(Err(failure)) => return (None, wire::a2a_failure(&failure, null)),
@@ -227,7 +239,7 @@ async fn answer(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: B
         Err(_) => return (None, wire::a2a_failure(&Failure::of(FailureCode::Timeout), null)),
     };
     let invalid_request = |id: &RawValue| wire::a2a_error(A2A_INVALID_REQUEST.0, A2A_INVALID_REQUEST.1, id);
-    let Ok(bytes) = read_prefix(body, A2A_LIMIT, limits.body_read_timeout).await else {
+    let Ok(bytes) = body.read(|body| read_prefix(body, A2A_LIMIT, limits.body_read_timeout)).await else {
         return (None, invalid_request(null));
     };
     let envelope = match parse_envelope(&bytes) {
@@ -238,33 +250,102 @@ async fn answer(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: B
     let Some(method) = Method::parse(&envelope.method) else {
         return (None, wire::a2a_error(A2A_METHOD_NOT_FOUND.0, A2A_METHOD_NOT_FOUND.1, &envelope.id));
     };
-    let span = tracing::info_span!(
+    let admission = Admission::Admitted(&admitted);
+    let request = Request { core, credential: &credential, admission, envelope: &envelope, deadline };
+    let answer = dispatch(&request, method, headers).instrument(message_span(method, &envelope)).await;
+    // Only a request sent without an admission is ever asked for one.
+    let unexpected = |Readmit| wire::a2a_failure(&Failure::of(FailureCode::Unavailable), &envelope.id);
+    (Some(method), answer.unwrap_or_else(unexpected))
+}
+
+/// A lone send (in any vocabulary) of a skill on the surface this edge last admitted the
+/// credential with, sent without a separate admission: the core admits it as part of the call,
+/// so the common request crosses to the core once instead of twice. Anything else (a read, a
+/// skill not on that surface, a check that comes after admission failing, or the core asking
+/// for an admission) goes back, nothing having run, for the ordinary path to answer.
+async fn unadmitted_send(
+    core: &CoreClient,
+    limits: &Limits,
+    headers: &HeaderMap,
+    credential: &Forwarded,
+    surface: &Surface,
+    body: Body,
+    deadline: Instant,
+) -> Result<(Option<Method>, Response), Pending> {
+    let bytes = match read_prefix(body, A2A_LIMIT, limits.body_read_timeout).await {
+        Ok(bytes) => bytes,
+        Err(error) => return Err(Pending::Read(Err(error))),
+    };
+    let ordinary = || Pending::Read(Ok(bytes.clone()));
+    let Ok(envelope) = parse_envelope(&bytes) else { return Err(ordinary()) };
+    let Some(method) = Method::parse(&envelope.method).filter(|method| method.sends()) else {
+        return Err(ordinary());
+    };
+    let admission = Admission::Unadmitted(surface);
+    let request = Request { core, credential, admission, envelope: &envelope, deadline };
+    match dispatch(&request, method, headers).instrument(message_span(method, &envelope)).await {
+        Ok(answer) => Ok((Some(method), answer)),
+        Err(Readmit) => Err(ordinary()),
+    }
+}
+
+fn message_span(method: Method, envelope: &Envelope) -> tracing::Span {
+    tracing::info_span!(
         "a2a.message",
         otel.name = method.as_str(),
         a2a.method = method.as_str(),
         a2a.skill = tracing::field::Empty,
         a2a.task.id = tracing::field::Empty,
         jsonrpc.request.id = envelope.id.get(),
-    );
-    let request = Request { core, credential: &credential, admitted: &admitted, envelope: &envelope, deadline };
-    (Some(method), dispatch(&request, method, headers).instrument(span).await)
+    )
 }
 
 /// One request past the envelope: what every method needs.
 struct Request<'a> {
     core: &'a CoreClient,
     credential: &'a Forwarded,
-    admitted: &'a Admitted,
+    admission: Admission<'a>,
     envelope: &'a Envelope,
     deadline: Instant,
 }
 
-async fn dispatch(request: &Request<'_>, method: Method, headers: &HeaderMap) -> Response {
+/// How the request's session was admitted.
+#[derive(Clone, Copy)]
+enum Admission<'a> {
+    /// Fresh from the core, before the body was read.
+    Admitted(&'a Admitted),
+    /// Not yet: the core admits the call as it runs it, and the edge holds this surface.
+    Unadmitted(&'a Surface),
+}
+
+/// The request must be admitted before it is answered; nothing ran.
+struct Readmit;
+
+impl Request<'_> {
+    /// `refusal`, once the request is admitted: the reference checks the session first, so a
+    /// request sent without an admission is never refused before it has one.
+    fn admitted_refusal<T>(&self, refusal: T) -> Result<T, Readmit> {
+        match self.admission {
+            Admission::Admitted(_) => Ok(refusal),
+            Admission::Unadmitted(_) => Err(Readmit),
+        }
+    }
+
+    fn descriptors(&self) -> &[pb::Descriptor] {
+        match self.admission {
+            Admission::Admitted(admitted) => &admitted.surface.descriptors,
+            Admission::Unadmitted(surface) => &surface.descriptors,
+        }
+    }
+}
+
+async fn dispatch(request: &Request<'_>, method: Method, headers: &HeaderMap) -> Result<Response, Readmit> {
     let id: &RawValue = &request.envelope.id;
     if method.is_a2a_1_0() {
         let version = headers.get(VERSION_HEADER).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
         if !version.as_deref().is_some_and(message::speaks_1_0) {
-            return wire::a2a_error(A2A_VERSION_NOT_SUPPORTED, &a2a_version_not_supported(version.as_deref()), id);
+            let message = a2a_version_not_supported(version.as_deref());
+            return request.admitted_refusal(wire::a2a_error(A2A_VERSION_NOT_SUPPORTED, &message, id));
         }
     }
     let params = request.envelope.params.as_deref();
@@ -279,84 +360,86 @@ async fn dispatch(request: &Request<'_>, method: Method, headers: &HeaderMap) ->
 }
 
 /// Steps 7–15 of one `tasks/send` (or `message/send` in the seed's shape).
-async fn send(request: &Request<'_>) -> Response {
+async fn send(request: &Request<'_>) -> Result<Response, Readmit> {
     let id: &RawValue = &request.envelope.id;
     let Ok(params) = parse_params(request.envelope.params.as_deref()) else {
-        return wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id);
+        return request.admitted_refusal(wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id));
     };
-    let invoked = invoke(request, params.skill(), &params.id, params.call()).await;
-    match invoked.and_then(|invoked| task(&params.id, &invoked).map(|task| wire::a2a_ok(&task, id))) {
+    let invoked = invoke(request, params.skill(), &params.id, params.call()).await?;
+    Ok(match invoked.and_then(|invoked| task(&params.id, &invoked).map(|task| wire::a2a_ok(&task, id))) {
         Ok(answer) => answer,
         Err(failure) => wire::a2a_failure(&failure, id),
-    }
+    })
 }
 
 /// A2A 0.3 `message/send` and A2A 1.0 `SendMessage`: the same steps as `tasks/send`, with the
 /// message's `messageId` as the task id.
-async fn send_message(request: &Request<'_>, dialect: Dialect) -> Response {
+async fn send_message(request: &Request<'_>, dialect: Dialect) -> Result<Response, Readmit> {
     let id: &RawValue = &request.envelope.id;
     let Ok(send) = message::parse_send(request.envelope.params.as_deref(), dialect) else {
-        return wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id);
+        return request.admitted_refusal(wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id));
     };
-    let episode = request.admitted.episode.as_str();
-    let answer = invoke(request, send.skill, &send.task_id, send.call).await.and_then(|invoked| {
-        let task = message::task(dialect, episode, &send.task_id, &invoked)?;
+    let answer = invoke(request, send.skill, &send.task_id, send.call).await?.and_then(|invoked| {
+        let task = message::task(dialect, &invoked.episode, &send.task_id, &invoked)?;
         Ok(match dialect {
             Dialect::V03 => wire::a2a_ok(&task, id),
             Dialect::V1 => wire::a2a_ok(&message::SendMessageResult { task }, id),
         })
     });
-    answer.unwrap_or_else(|failure| wire::a2a_failure(&failure, id))
+    Ok(answer.unwrap_or_else(|failure| wire::a2a_failure(&failure, id)))
 }
 
 /// A2A 1.0 `GetTask` (the committed task, read from the store) and `CancelTask` (a task that
 /// exists has completed: never cancelable).
-async fn read_task(request: &Request<'_>, cancel: bool) -> Response {
+async fn read_task(request: &Request<'_>, cancel: bool) -> Result<Response, Readmit> {
+    // Reads are always admitted first.
+    let Admission::Admitted(admitted) = request.admission else { return Err(Readmit) };
     let id: &RawValue = &request.envelope.id;
     let Some(task_id) = message::parse_task_query(request.envelope.params.as_deref()) else {
-        return wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id);
+        return Ok(wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id));
     };
     tracing::Span::current().record("a2a.task.id", task_id.as_str());
     let remaining = request.deadline.saturating_duration_since(Instant::now());
     if remaining.is_zero() {
-        return wire::a2a_failure(&Failure::of(FailureCode::Deadline), id);
+        return Ok(wire::a2a_failure(&Failure::of(FailureCode::Deadline), id));
     }
     let invoked = match request.core.committed_task(request.credential, &task_id, remaining).await {
         Ok(invoked) => invoked,
-        Err(failure) => return wire::a2a_task_read_failure(&failure, id),
+        Err(failure) => return Ok(wire::a2a_task_read_failure(&failure, id)),
     };
     if cancel {
-        return wire::a2a_error(A2A_TASK_NOT_CANCELABLE.0, A2A_TASK_NOT_CANCELABLE.1, id);
+        return Ok(wire::a2a_error(A2A_TASK_NOT_CANCELABLE.0, A2A_TASK_NOT_CANCELABLE.1, id));
     }
-    match message::task(Dialect::V1, &request.admitted.episode, &task_id, &invoked) {
+    Ok(match message::task(Dialect::V1, &admitted.episode, &task_id, &invoked) {
         Ok(task) => wire::a2a_ok(&task, id),
         Err(failure) => wire::a2a_failure(&failure, id),
-    }
+    })
 }
 
-/// Steps 9–14, the same for every vocabulary: the skill against the surface admitted fresh for
-/// this request (unknown, invisible and ungranted skills are one answer), the invocation
-/// service, the part shape and pin, then the core.
+/// Steps 9–14, the same for every vocabulary: the skill against the session's surface (unknown,
+/// invisible and ungranted skills are one answer), the invocation service, the part shape and
+/// pin, then the core.
 async fn invoke(
     request: &Request<'_>,
     skill: String,
     task_id: &str,
     call: Option<(&RawValue, Option<HashRef>)>,
-) -> Result<pb::Invoked, Failure> {
+) -> Result<Result<pb::Invoked, Failure>, Readmit> {
     let span = tracing::Span::current();
     span.record("a2a.skill", skill.as_str());
     span.record("a2a.task.id", task_id);
-    if !request.admitted.surface.descriptors.iter().any(|descriptor| descriptor.id == skill) {
-        return Err(Failure::of(FailureCode::NotAuthorized));
+    if !request.descriptors().iter().any(|descriptor| descriptor.id == skill) {
+        return request.admitted_refusal(Err(Failure::of(FailureCode::NotAuthorized)));
     }
     let Some((data, pin)) = call else {
+        request.admitted_refusal(())?;
         // Step 11 comes before the part checks: a core that cannot invoke at all says so
         // first, so ask it before blaming the parts.
         let can_invoke = matches!(
             tokio::time::timeout_at(request.deadline, request.core.health()).await,
             Ok(Ok(health)) if health.coordinator
         );
-        return Err(Failure::of(if can_invoke { FailureCode::InvalidParams } else { FailureCode::Unavailable }));
+        return Ok(Err(Failure::of(if can_invoke { FailureCode::InvalidParams } else { FailureCode::Unavailable })));
     };
     let invoke = pb::InvokeRequest {
         surface: "a2a".into(),
@@ -364,13 +447,20 @@ async fn invoke(
         task_id: task_id.to_owned(),
         arguments: data.get().as_bytes().to_vec(),
         transition_fn: pin.map(|pin| pin.to_string()).unwrap_or_default(),
-        unadmitted_surface: String::new(),
+        unadmitted_surface: match request.admission {
+            Admission::Admitted(_) => String::new(),
+            Admission::Unadmitted(surface) => surface.digest.clone(),
+        },
     };
     let remaining = request.deadline.saturating_duration_since(Instant::now());
     if remaining.is_zero() {
-        return Err(Failure::of(FailureCode::Deadline));
+        return Ok(Err(Failure::of(FailureCode::Deadline)));
     }
-    request.core.invoke(request.credential, invoke, remaining).await
+    match request.core.invoke_unadmitted(request.credential, invoke, remaining).await {
+        Ok(Some(invoked)) => Ok(Ok(invoked)),
+        Ok(None) => Err(Readmit),
+        Err(failure) => Ok(Err(failure)),
+    }
 }
 
 // The reference encodes the task as a Go map, so each struct below is declared in bytewise
@@ -569,6 +659,7 @@ mod tests {
             entry_index: 3,
             task_id: "t-1".into(),
             reconciled: false,
+            episode: "ep1".into(),
         };
         let body = json::marshal(&task("t-1", &invoked).unwrap());
         assert_eq!(
