@@ -8,7 +8,9 @@
 //! while any failed host callback answers the whole POST with the frozen envelope.
 //!
 //! The endpoint is stateless, as the reference's: no `Mcp-Session-Id`, `initialize` is not
-//! required first, and every POST admits the session afresh.
+//! required first, and every POST admits the session afresh — a lone `tools/call` of a tool on
+//! the surface the edge holds for the credential is admitted by the core as it runs it, and
+//! falls back to the order above whenever that admission would have answered differently.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

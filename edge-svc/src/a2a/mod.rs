@@ -8,7 +8,9 @@
 //! `jsonrpc`, the method (and, for A2A 1.0's methods, `A2A-Version`), the params shape, the
 //! skill against the session's fresh surface, the invocation service, the part shape and the
 //! optional `transition_fn` pin; then the core's `Invocation.Invoke` decides the rest, and
-//! [`wire::a2a_failure`] words every failure with the seed's table.
+//! [`wire::a2a_failure`] words every failure with the seed's table. A lone send of a skill on
+//! the surface the edge holds for the credential is admitted by the core as it runs it, and
+//! falls back to that order whenever the admission would have answered differently.
 
 pub mod message;
 
