@@ -167,6 +167,30 @@ impl World {
         self.core = core;
     }
 
+    /// Republishes `manifest` (`count` transitions) with transition `id` moved to access scope
+    /// `scope`, hiding it from sessions granted only its old scope.
+    pub fn republish_rescoped(&mut self, manifest: &Path, count: usize, id: &str, scope: &str) {
+        let mut entries: Vec<serde_json::Value> =
+            serde_json::from_slice(&std::fs::read(manifest).expect("manifest")).expect("a JSON manifest");
+        let entry = entries.iter_mut().find(|t| t["id"] == id).expect("the transition is in the manifest");
+        entry["access"]["scope"] = serde_json::json!(scope);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("transitions.json");
+        std::fs::write(&path, serde_json::to_vec(&entries).expect("manifest bytes")).expect("write manifest");
+        self.republish(&path, count);
+    }
+
+    /// Asserts how many admissions and invocations the edge has sent to the core so far.
+    pub async fn assert_core_calls(&self, admit: u64, invoke: u64) {
+        let metrics = http().get(self.url("/metrics")).send().await.expect("GET /metrics").text().await.expect("body");
+        for line in [
+            format!("world_edge_core_calls_total{{rpc=\"admit\"}} {admit}\n"),
+            format!("world_edge_core_calls_total{{rpc=\"invoke\"}} {invoke}\n"),
+        ] {
+            assert!(metrics.contains(&line), "{line} in {metrics}");
+        }
+    }
+
     /// Runs a `world-core` verb against this world's store.
     pub fn core_verb(&self, args: &[&str]) -> Output {
         let mut command = Command::new(bin("world-core"));

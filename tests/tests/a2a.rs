@@ -111,20 +111,10 @@ async fn a_send_from_a_kept_surface_answers_as_a_fresh_admission_would() {
         assert!(answer.body.contains(r#""status":{"state":"completed"}"#), "{}", answer.body);
     }
     // Only the first send was admitted on its own.
-    let metrics = http().get(world.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    for line in ["world_edge_core_calls_total{rpc=\"admit\"} 1\n", "world_edge_core_calls_total{rpc=\"invoke\"} 3\n"] {
-        assert!(metrics.contains(line), "{line} in {metrics}");
-    }
+    world.assert_core_calls(1, 3).await;
 
     // A new revision in which the echo transition needs a scope the session was not granted.
-    let mut manifest: Vec<Value> =
-        serde_json::from_slice(&std::fs::read(fixture("invoke/transitions.json")).unwrap()).unwrap();
-    let echo_entry = manifest.iter_mut().find(|t| t["id"] == "tools.echo").unwrap();
-    echo_entry["access"]["scope"] = json!("elsewhere");
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("transitions.json");
-    std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
-    world.republish(&path, TRANSITIONS);
+    world.republish_rescoped(&fixture("invoke/transitions.json"), TRANSITIONS, "tools.echo", "elsewhere");
 
     let stale = post(&world, &token, echo(3)).await;
     let fresh = post(&world, &world.mint("ep2", &grants, 3600), echo(3)).await;

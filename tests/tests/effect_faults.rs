@@ -156,6 +156,7 @@ async fn two_cores_on_postgres_serialise_one_episodes_effects() {
                 output["world"]["effects"][0]["status"].as_str().unwrap_or("?").to_owned()
             }
             pb::invoke_reply::Outcome::Failure(failure) => format!("failure:{}", failure.code),
+            pb::invoke_reply::Outcome::Readmit(_) => "readmit".to_owned(),
         };
         *statuses.entry(status).or_default() += 1;
     }

@@ -17,13 +17,24 @@ async fn client(world: &World) -> Client {
 }
 
 async fn invoke(client: &mut Client, token: &str, task: &str, arguments: &str) -> pb::invoke_reply::Outcome {
+    invoke_unadmitted(client, token, task, arguments, "").await
+}
+
+/// An invocation sent without an admission, naming the surface it was chosen from.
+async fn invoke_unadmitted(
+    client: &mut Client,
+    token: &str,
+    task: &str,
+    arguments: &str,
+    surface: &str,
+) -> pb::invoke_reply::Outcome {
     let mut request = tonic::Request::new(pb::InvokeRequest {
         surface: "a2a".into(),
         transition_id: "tools.echo".into(),
         task_id: task.into(),
         arguments: arguments.as_bytes().to_vec(),
         transition_fn: String::new(),
-        unadmitted_surface: String::new(),
+        unadmitted_surface: surface.into(),
     });
     let value: MetadataValue<_> = format!("Bearer {token}").parse().unwrap();
     request.metadata_mut().insert("authorization", value);
@@ -33,15 +44,53 @@ async fn invoke(client: &mut Client, token: &str, task: &str, arguments: &str) -
 fn invoked(outcome: pb::invoke_reply::Outcome) -> pb::Invoked {
     match outcome {
         pb::invoke_reply::Outcome::Invoked(invoked) => invoked,
-        pb::invoke_reply::Outcome::Failure(failure) => panic!("expected success, got {failure:?}"),
+        other => panic!("expected success, got {other:?}"),
     }
 }
 
 fn failure_code(outcome: pb::invoke_reply::Outcome) -> String {
     match outcome {
         pb::invoke_reply::Outcome::Failure(failure) => failure.code,
-        pb::invoke_reply::Outcome::Invoked(invoked) => panic!("expected a failure, got {invoked:?}"),
+        other => panic!("expected a failure, got {other:?}"),
     }
+}
+
+/// A call sent without an admission runs only when its session is live and sees exactly the
+/// surface the call names; otherwise the core answers `readmit` and runs nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unadmitted_call_runs_only_on_the_surface_its_session_sees() {
+    use pb::invoke_reply::Outcome;
+    let world = World::echo_core();
+    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let mut admission =
+        world_proto::v1::admission_client::AdmissionClient::connect(format!("http://{}", world.core_addr))
+            .await
+            .unwrap();
+    let mut request = tonic::Request::new(pb::AdmitRequest::default());
+    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+    let admitted = match admission.admit(request).await.unwrap().into_inner().outcome {
+        Some(pb::admit_reply::Outcome::Admitted(admitted)) => admitted,
+        other => panic!("expected an admission, got {other:?}"),
+    };
+    let digest = admitted.surface_digest;
+    assert!(digest.starts_with("sha256:"), "{digest}");
+    let mut client = client(&world).await;
+
+    let first = invoked(invoke_unadmitted(&mut client, &token, "u-1", r#"{"a":1}"#, &digest).await);
+    assert_eq!((first.entry_index, first.episode.as_str()), (1, "ep1"));
+    // Another surface, or no live session: nothing runs.
+    let other = HashRef::of(b"another surface").to_string();
+    let stale = invoke_unadmitted(&mut client, &token, "u-2", r#"{"a":2}"#, &other).await;
+    assert!(matches!(stale, Outcome::Readmit(_)), "{stale:?}");
+    let unknown = "0".repeat(64);
+    let denied = invoke_unadmitted(&mut client, &unknown, "u-3", r#"{"a":3}"#, &digest).await;
+    assert!(matches!(denied, Outcome::Readmit(_)), "{denied:?}");
+    // Admitted, the same unknown credential is refused as ever.
+    assert_eq!(failure_code(invoke(&mut client, &unknown, "u-3", r#"{"a":3}"#).await), "session_unknown");
+    // The refused calls left no trace: the next call is the second entry, and the task id
+    // that was asked for an admission is still free.
+    let second = invoked(invoke(&mut client, &token, "u-2", r#"{"a":2}"#).await);
+    assert_eq!((second.entry_index, second.reconciled), (2, false));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,6 +163,7 @@ async fn concurrent_distinct_calls_all_commit_and_one_task_id_runs_once() {
             }
             // A resend that arrives while the first is still running.
             pb::invoke_reply::Outcome::Failure(failure) => assert_eq!(failure.code, "task_id_used"),
+            other => panic!("unexpected {other:?}"),
         }
     }
     assert_eq!(entries, BTreeSet::from([51]), "the same task id ran once");
@@ -162,6 +212,7 @@ async fn two_cores_on_one_postgres_database_share_one_log() {
                 entries.insert(invoked.entry_index);
             }
             pb::invoke_reply::Outcome::Failure(failure) => assert_eq!(failure.code, "task_id_used"),
+            other => panic!("unexpected {other:?}"),
         }
     }
     assert_eq!(entries, BTreeSet::from([21]));
@@ -181,7 +232,7 @@ async fn a_call_beyond_the_subprocess_slots_is_refused_not_queued() {
     let serve_args = world_tests::serve_args(&world_tests::bin("ailang"), None);
     let mut serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
     serve_args.extend(["--max-subprocesses", "1"]);
-    let (_core, core_addr) = world_tests::start_core(&store, dir.path(), &serve_args);
+    let (core, core_addr) = world_tests::start_core(&store, dir.path(), &serve_args);
     let token = world_tests::mint(&store, "ep1", &["world.apply=world:10"], 3600);
     let mut slow_client = InvocationClient::connect(format!("http://{core_addr}")).await.unwrap();
     let mut quick_client = slow_client.clone();
@@ -199,7 +250,12 @@ async fn a_call_beyond_the_subprocess_slots_is_refused_not_queued() {
         request.metadata_mut().insert("authorization", format!("Bearer {slow_token}").parse().unwrap());
         slow_client.invoke(request).await.unwrap().into_inner().outcome.unwrap()
     });
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The slow call holds the one slot once its interpreter runs.
+    let waited = std::time::Instant::now();
+    while children_of(core.pid()).is_empty() {
+        assert!(waited.elapsed() < std::time::Duration::from_secs(10), "the slow call never started");
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
     let started = std::time::Instant::now();
     assert_eq!(failure_code(invoke(&mut quick_client, &token, "quick-1", r#"{"a":1}"#).await), "capacity_exceeded");
     assert!(started.elapsed() < std::time::Duration::from_millis(500), "the refusal waited for the slot");
