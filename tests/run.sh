@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
-# The test command. It sets up what the tests need, then builds the binaries the
-# end-to-end tests start and runs every test:
+# The test command, and exactly what CI runs. It sets up what the tests need, then:
+#
+#   * checks formatting and lints (cargo fmt --check, clippy with warnings as errors);
+#   * builds the binaries the end-to-end tests start and runs every test;
+#   * builds the release binaries and runs the compose suite (deploy/test-compose.sh: Docker
+#     images built here, core + three edges + proxy + a local OTLP receiver).
+#
+# Arguments narrow a run to the tests they select and skip the rest: they go to
+# `cargo nextest run`, e.g. tests/run.sh -E 'test(store)'.
+#
+# What the tests need:
 #
 #   * PostgreSQL: a throwaway cluster from the installed server binaries
 #     (/usr/lib/postgresql/<newest>/bin), on loopback and a free port, with a random
@@ -11,11 +20,11 @@
 #     requirements change.
 #   * Chromium: Debian's `chromium`, installed when missing and we run as root, for the
 #     explorer's browser test.
+#   * Docker with compose, for the compose suite.
 #
 # WORLD_TEST_POSTGRES_URL (an admin URL of a server the tests may create databases on),
 # WORLD_TEST_PYTHON (a python with the requirements installed) and WORLD_TEST_CHROMIUM (a
-# Chromium executable), when set, are used instead. Arguments go to `cargo nextest run`,
-# e.g. tests/run.sh -E 'test(store)'.
+# Chromium executable), when set, are used instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +36,14 @@ die() {
 
 cargo nextest --version >/dev/null 2>&1 ||
     die "cargo-nextest is missing: install it with 'cargo install cargo-nextest --locked'"
+
+# No arguments: the whole run, lints first since they fail fastest.
+whole=$([ $# -eq 0 ] && echo yes || true)
+if [ -n "$whole" ]; then
+    say "checking formatting and lints"
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets -- -D warnings
+fi
 
 # ---------------------------------------------------------------------------
 # PostgreSQL
@@ -221,3 +238,9 @@ cargo build --workspace --bins
 # The crash tests' core: the same binary with its fault points live.
 cargo build -p world-core --features fault-points --bin world-core-faults
 cargo nextest run --workspace --no-fail-fast "$@"
+
+if [ -n "$whole" ]; then
+    say "building the release binaries and running the compose suite"
+    cargo build --release --workspace --bins
+    deploy/test-compose.sh
+fi
