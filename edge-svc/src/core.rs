@@ -495,20 +495,10 @@ impl CoreClient {
 
     /// One call of a published transition under `timeout`. It is sent once: the core may have
     /// run it even when the reply is lost, and only an A2A task id makes a resend safe, which
-    /// is the caller's decision.
+    /// is the caller's decision. A message naming the surface its call was chosen from, instead
+    /// of having been admitted, may come back `None`: the core ran nothing and asks for an
+    /// admission.
     pub async fn invoke(
-        &self,
-        credential: &Forwarded,
-        message: pb::InvokeRequest,
-        timeout: Duration,
-    ) -> Result<pb::Invoked, Failure> {
-        debug_assert!(message.unadmitted_surface.is_empty());
-        self.invoke_unadmitted(credential, message, timeout).await?.ok_or_else(|| empty_reply("invoke"))
-    }
-
-    /// As `invoke`, for a message that may name the surface its call was chosen from instead
-    /// of having been admitted: `None` when the core ran nothing and asks for an admission.
-    pub async fn invoke_unadmitted(
         &self,
         credential: &Forwarded,
         message: pb::InvokeRequest,

@@ -78,6 +78,11 @@ impl OriginPolicy {
         let origin = origin.trim().to_ascii_lowercase();
         self.any || is_loopback_origin(&origin) || self.allowed.contains(&origin)
     }
+
+    /// Whether a request with `headers` may go on: one without an `Origin` always may.
+    pub fn admits(&self, headers: &HeaderMap) -> bool {
+        headers.get(ORIGIN).is_none_or(|origin| self.allows(&String::from_utf8_lossy(origin.as_bytes())))
+    }
 }
 
 fn is_loopback_origin(origin: &str) -> bool {
@@ -137,11 +142,8 @@ pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Respon
             return wire::mcp_failure(&Failure::of(FailureCode::Unavailable), null);
         }
     };
-    if let Some(origin) = headers.get(ORIGIN) {
-        let origin = String::from_utf8_lossy(origin.as_bytes());
-        if !state.origins.allows(&origin) {
-            return wire::mcp_transport_error(StatusCode::FORBIDDEN, null, INVALID_REQUEST, ORIGIN_REFUSED);
-        }
+    if !state.origins.admits(headers) {
+        return wire::mcp_transport_error(StatusCode::FORBIDDEN, null, INVALID_REQUEST, ORIGIN_REFUSED);
     }
     let Ok(bytes) = body.read(|body| read_capped(body, MCP_LIMIT, state.limits.body_read_timeout)).await else {
         return wire::mcp_host_envelope(INVALID_BODY, null);
@@ -185,9 +187,7 @@ async fn unadmitted_call(
     deadline: Instant,
 ) -> Result<Response, Pending> {
     let Ok(tools) = surface.tools() else { return Err(Pending::Unread(body)) };
-    if let Some(origin) = headers.get(ORIGIN)
-        && !state.origins.allows(&String::from_utf8_lossy(origin.as_bytes()))
-    {
+    if !state.origins.admits(headers) {
         return Err(Pending::Unread(body));
     }
     let bytes = match read_capped(body, MCP_LIMIT, state.limits.body_read_timeout).await {
@@ -200,7 +200,7 @@ async fn unadmitted_call(
         return Err(ordinary());
     }
     let Ok(Message::Request { id, method, params }) = classify(bytes.trim_ascii()) else { return Err(ordinary()) };
-    if method != "tools/call" || ToolCall::parse(params, tools).is_err() {
+    if method != "tools/call" {
         return Err(ordinary());
     }
     let post = Post {
@@ -609,6 +609,8 @@ impl Post<'_> {
         }
         let call = match checked {
             Ok(call) => call,
+            // Admission comes first: a call sent without one is refused only once admitted.
+            Err(_) if self.unadmitted.is_some() => return Err(CallbackError::Readmit),
             Err(refusal) => return refusal.answer(id),
         };
         let request = pb::InvokeRequest {
@@ -626,7 +628,7 @@ impl Post<'_> {
                 let (core, credential) = (self.core.clone(), self.credential.clone());
                 async move {
                     let timeout = until.saturating_duration_since(Instant::now()) + INVOKE_GRACE;
-                    core.invoke_unadmitted(&credential, request, timeout).await
+                    core.invoke(&credential, request, timeout).await
                 }
             })
             .await;

@@ -213,12 +213,7 @@ pub struct SendMessageResult<'a> {
 pub const ARTIFACT_ID: &str = "output";
 
 /// The committed call as a task of `dialect`, in the episode that scopes its id.
-pub fn task<'a>(
-    dialect: Dialect,
-    episode: &'a str,
-    task_id: &'a str,
-    invoked: &'a pb::Invoked,
-) -> Result<Task<'a>, Failure> {
+pub fn task<'a>(dialect: Dialect, task_id: &'a str, invoked: &'a pb::Invoked) -> Result<Task<'a>, Failure> {
     let (kind, part_kind, state) = match dialect {
         Dialect::V03 => (Some("task"), Some("data"), "completed"),
         Dialect::V1 => (None, None, "TASK_STATE_COMPLETED"),
@@ -228,7 +223,7 @@ pub fn task<'a>(
             artifact_id: ARTIFACT_ID,
             parts: [Part { data: sorted_output(&invoked.output)?, kind: part_kind }],
         }],
-        context_id: episode,
+        context_id: &invoked.episode,
         id: task_id,
         kind,
         metadata: TaskMetadata {
@@ -414,12 +409,12 @@ mod tests {
             reconciled: false,
             episode: "ep1".into(),
         };
-        let v1 = json::marshal(&SendMessageResult { task: task(Dialect::V1, "ep1", "m-1", &invoked).unwrap() });
+        let v1 = json::marshal(&SendMessageResult { task: task(Dialect::V1, "m-1", &invoked).unwrap() });
         assert_eq!(
             String::from_utf8(v1).unwrap(),
             r#"{"task":{"artifacts":[{"artifactId":"output","parts":[{"data":{"a":"\u003cb\u003e","z":1.5}}]}],"contextId":"ep1","id":"m-1","metadata":{"entry_index":3,"invocation_id":"a2a:ep1:m-1","world_ref":"sha256:00"},"status":{"state":"TASK_STATE_COMPLETED"}}}"#
         );
-        let v03 = json::marshal(&task(Dialect::V03, "ep1", "m-1", &invoked).unwrap());
+        let v03 = json::marshal(&task(Dialect::V03, "m-1", &invoked).unwrap());
         assert_eq!(
             String::from_utf8(v03).unwrap(),
             r#"{"artifacts":[{"artifactId":"output","parts":[{"data":{"a":"\u003cb\u003e","z":1.5},"kind":"data"}]}],"contextId":"ep1","id":"m-1","kind":"task","metadata":{"entry_index":3,"invocation_id":"a2a:ep1:m-1","world_ref":"sha256:00"},"status":{"state":"completed"}}"#

@@ -34,7 +34,7 @@ use crate::json::{self, DecodeError, compact_raw, go_fields, go_members, go_stri
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::session::{self, Forwarded};
-use crate::surface::{Admitted, Surface};
+use crate::surface::Surface;
 use crate::wire;
 use message::Dialect;
 
@@ -252,8 +252,8 @@ async fn answer(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: B
     let Some(method) = Method::parse(&envelope.method) else {
         return (None, wire::a2a_error(A2A_METHOD_NOT_FOUND.0, A2A_METHOD_NOT_FOUND.1, &envelope.id));
     };
-    let admission = Admission::Admitted(&admitted);
-    let request = Request { core, credential: &credential, admission, envelope: &envelope, deadline };
+    let surface = &admitted.surface;
+    let request = Request { core, credential: &credential, surface, admitted: true, envelope: &envelope, deadline };
     let answer = dispatch(&request, method, headers).instrument(message_span(method, &envelope)).await;
     // Only a request sent without an admission is ever asked for one.
     let unexpected = |Readmit| wire::a2a_failure(&Failure::of(FailureCode::Unavailable), &envelope.id);
@@ -283,8 +283,7 @@ async fn unadmitted_send(
     let Some(method) = Method::parse(&envelope.method).filter(|method| method.sends()) else {
         return Err(ordinary());
     };
-    let admission = Admission::Unadmitted(surface);
-    let request = Request { core, credential, admission, envelope: &envelope, deadline };
+    let request = Request { core, credential, surface, admitted: false, envelope: &envelope, deadline };
     match dispatch(&request, method, headers).instrument(message_span(method, &envelope)).await {
         Ok(answer) => Ok((Some(method), answer)),
         Err(Readmit) => Err(ordinary()),
@@ -306,18 +305,12 @@ fn message_span(method: Method, envelope: &Envelope) -> tracing::Span {
 struct Request<'a> {
     core: &'a CoreClient,
     credential: &'a Forwarded,
-    admission: Admission<'a>,
+    /// The session's surface: admitted fresh for this request, or the one the edge holds.
+    surface: &'a Surface,
+    /// False until the core admits the request, which it does as it runs a call.
+    admitted: bool,
     envelope: &'a Envelope,
     deadline: Instant,
-}
-
-/// How the request's session was admitted.
-#[derive(Clone, Copy)]
-enum Admission<'a> {
-    /// Fresh from the core, before the body was read.
-    Admitted(&'a Admitted),
-    /// Not yet: the core admits the call as it runs it, and the edge holds this surface.
-    Unadmitted(&'a Surface),
 }
 
 /// The request must be admitted before it is answered; nothing ran.
@@ -327,17 +320,7 @@ impl Request<'_> {
     /// `refusal`, once the request is admitted: the reference checks the session first, so a
     /// request sent without an admission is never refused before it has one.
     fn admitted_refusal<T>(&self, refusal: T) -> Result<T, Readmit> {
-        match self.admission {
-            Admission::Admitted(_) => Ok(refusal),
-            Admission::Unadmitted(_) => Err(Readmit),
-        }
-    }
-
-    fn descriptors(&self) -> &[pb::Descriptor] {
-        match self.admission {
-            Admission::Admitted(admitted) => &admitted.surface.descriptors,
-            Admission::Unadmitted(surface) => &surface.descriptors,
-        }
+        if self.admitted { Ok(refusal) } else { Err(Readmit) }
     }
 }
 
@@ -382,7 +365,7 @@ async fn send_message(request: &Request<'_>, dialect: Dialect) -> Result<Respons
         return request.admitted_refusal(wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id));
     };
     let answer = invoke(request, send.skill, &send.task_id, send.call).await?.and_then(|invoked| {
-        let task = message::task(dialect, &invoked.episode, &send.task_id, &invoked)?;
+        let task = message::task(dialect, &send.task_id, &invoked)?;
         Ok(match dialect {
             Dialect::V03 => wire::a2a_ok(&task, id),
             Dialect::V1 => wire::a2a_ok(&message::SendMessageResult { task }, id),
@@ -395,7 +378,7 @@ async fn send_message(request: &Request<'_>, dialect: Dialect) -> Result<Respons
 /// exists has completed: never cancelable).
 async fn read_task(request: &Request<'_>, cancel: bool) -> Result<Response, Readmit> {
     // Reads are always admitted first.
-    let Admission::Admitted(admitted) = request.admission else { return Err(Readmit) };
+    request.admitted_refusal(())?;
     let id: &RawValue = &request.envelope.id;
     let Some(task_id) = message::parse_task_query(request.envelope.params.as_deref()) else {
         return Ok(wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id));
@@ -412,7 +395,7 @@ async fn read_task(request: &Request<'_>, cancel: bool) -> Result<Response, Read
     if cancel {
         return Ok(wire::a2a_error(A2A_TASK_NOT_CANCELABLE.0, A2A_TASK_NOT_CANCELABLE.1, id));
     }
-    Ok(match message::task(Dialect::V1, &admitted.episode, &task_id, &invoked) {
+    Ok(match message::task(Dialect::V1, &task_id, &invoked) {
         Ok(task) => wire::a2a_ok(&task, id),
         Err(failure) => wire::a2a_failure(&failure, id),
     })
@@ -430,7 +413,7 @@ async fn invoke(
     let span = tracing::Span::current();
     span.record("a2a.skill", skill.as_str());
     span.record("a2a.task.id", task_id);
-    if !request.descriptors().iter().any(|descriptor| descriptor.id == skill) {
+    if !request.surface.descriptors.iter().any(|descriptor| descriptor.id == skill) {
         return request.admitted_refusal(Err(Failure::of(FailureCode::NotAuthorized)));
     }
     let Some((data, pin)) = call else {
@@ -449,16 +432,13 @@ async fn invoke(
         task_id: task_id.to_owned(),
         arguments: data.get().as_bytes().to_vec(),
         transition_fn: pin.map(|pin| pin.to_string()).unwrap_or_default(),
-        unadmitted_surface: match request.admission {
-            Admission::Admitted(_) => String::new(),
-            Admission::Unadmitted(surface) => surface.digest.clone(),
-        },
+        unadmitted_surface: if request.admitted { String::new() } else { request.surface.digest.clone() },
     };
     let remaining = request.deadline.saturating_duration_since(Instant::now());
     if remaining.is_zero() {
         return Ok(Err(Failure::of(FailureCode::Deadline)));
     }
-    match request.core.invoke_unadmitted(request.credential, invoke, remaining).await {
+    match request.core.invoke(request.credential, invoke, remaining).await {
         Ok(Some(invoked)) => Ok(Ok(invoked)),
         Ok(None) => Err(Readmit),
         Err(failure) => Ok(Err(failure)),
