@@ -95,7 +95,7 @@ fn outcome(effects: Option<&[CallEffect]>) -> &'static str {
 fn effect_of(record: HashRef, payload: Option<&Vec<u8>>) -> CallEffect {
     match payload.map(|bytes| EffectRecord::decode(bytes)) {
         Some(Ok(decoded)) => {
-            CallEffect { status: decoded.status(), effect: decoded.effect, scope: decoded.scope, record }
+            CallEffect { status: decoded.status().as_str(), effect: decoded.effect, scope: decoded.scope, record }
         }
         _ => CallEffect { effect: String::new(), scope: String::new(), status: "unreadable", record },
     }

@@ -8,6 +8,8 @@ pub mod calls;
 pub mod capsule;
 pub mod effects;
 pub mod fault;
+#[cfg(test)]
+mod fuzzing;
 pub mod genesis;
 pub mod grpc;
 pub mod invoke;

@@ -425,10 +425,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig {
-            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256),
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(crate::fuzzing::config(256))]
 
         /// One mistyped field anywhere in a manifest of lawful entries: the refusal names its
         /// path; with none, every entry parses, unknown keys ignored.

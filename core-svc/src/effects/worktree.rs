@@ -1045,10 +1045,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig {
-            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(crate::fuzzing::config(96))]
 
         /// Random symlinks in and around a worktree, then random reads, edits and writes by
         /// random paths (`..`, `.`, empty and absolute ones included): a read returns only bytes

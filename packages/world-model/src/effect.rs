@@ -7,6 +7,7 @@
 use serde_json::json;
 
 use crate::canonical::canonical_value;
+use crate::effect_plan::EffectStatus;
 use crate::grant::{AccessTriple, Denial};
 use crate::hashref::HashRef;
 
@@ -137,12 +138,12 @@ impl EffectRecord {
         }
     }
 
-    /// The effect's status as the `world` block names it: `ok`, `failed` or `denied`.
-    pub fn status(&self) -> &'static str {
+    /// The effect's status in the `world` block.
+    pub fn status(&self) -> EffectStatus {
         match (self.allowed, self.failed) {
-            (true, false) => "ok",
-            (true, true) => "failed",
-            (false, _) => "denied",
+            (true, false) => EffectStatus::Ok,
+            (true, true) => EffectStatus::Failed,
+            (false, _) => EffectStatus::Denied,
         }
     }
 
