@@ -61,6 +61,11 @@ async fn every_authentication_row_is_answered_as_the_seed_says() {
         assert_eq!(status.as_u16(), want_status, "card {kind}");
         assert!(content_type.starts_with("application/json"), "card {kind}: {content_type}");
         assert_eq!(body, format!("{want_body}\n"), "card {kind}");
+        // The explorer's reads answer as every /v1 read does.
+        for path in ["/v1/session", "/v1/calls"] {
+            let (status, _, body) = send(client.get(world.url(path)), &authorization).await;
+            assert_eq!((status.as_u16(), body), (want_status, format!("{want_body}\n")), "{path} {kind}");
+        }
 
         // MCP: 401 text/plain with the seed's message, before anything about the transport.
         let request = client.post(world.url("/mcp/")).header("Content-Type", "text/html").body("not json");
@@ -123,20 +128,53 @@ async fn the_card_lists_exactly_the_skills_the_session_can_see() {
     }
 }
 
+/// Revocation takes effect on the next request, calls included: the edge keeps a session's
+/// surface to send its calls without a separate admission, and the core, admitting them as it
+/// runs them, still answers a revoked session with the seed's rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_session_is_unknown_on_the_next_request() {
     let world = World::with_echo();
     let token = world.mint("ep1", &["world.apply=world:10"], 3600);
     let authorization = Some(format!("Bearer {token}"));
     let client = http();
+    let mcp_call = || {
+        client
+            .post(world.url("/mcp/"))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tools_decho","arguments":{}}}"#)
+    };
+    let a2a_send = |task: &str| {
+        client.post(world.url("/a2a/")).body(format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{{"id":"{task}","metadata":{{"skill_id":"tools.echo"}},"message":{{"role":"user","parts":[{{"type":"data","data":{{}}}}]}}}}}}"#
+        ))
+    };
     let (status, _, _) = send(client.get(world.url("/.well-known/agent.json")), &authorization).await;
     assert_eq!(status, StatusCode::OK);
+    // Two of each call, so the second goes out on the kept surface.
+    for task in ["t1", "t2"] {
+        let (status, _, body) = send(mcp_call(), &authorization).await;
+        assert!(status == StatusCode::OK && body.contains("structuredContent"), "{body}");
+        let (_, _, body) = send(a2a_send(task), &authorization).await;
+        assert!(body.contains(r#""state":"completed""#), "{body}");
+    }
     let id = world_model::Credential::from_token(&token).unwrap().credential_id();
     let revoked = world.core_verb(&["session", "revoke", &id]);
     assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
     let (status, _, body) = send(client.get(world.url("/.well-known/agent.json")), &authorization).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(body, format!("{UNKNOWN_REST}\n"));
+    let (status, content_type, body) = send(mcp_call(), &authorization).await;
+    assert_eq!(
+        (status, content_type.as_str(), body.as_str()),
+        (StatusCode::UNAUTHORIZED, "text/plain; charset=utf-8", "unknown session credential\n")
+    );
+    let (status, _, body) = send(a2a_send("t3"), &authorization).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body,
+        "{\"error\":{\"code\":-32001,\"message\":\"unknown session credential\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
