@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 use tracing::Instrument as _;
-use world_model::{Failure, FailureCode, Surface, TaskId, invocation_id};
+use world_model::{Episode, Failure, FailureCode, Surface, TaskId, invocation_id};
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_server::Invocation;
 use world_proto::v1::invoke_reply::Outcome;
 
 use super::{authorization, convert};
 use crate::Core;
-use crate::invoke::Call;
+use crate::invoke::{Call, Invoked};
 use crate::store::{Receipt, Store};
 
 pub struct InvocationService {
@@ -62,15 +62,20 @@ impl InvocationService {
             pin: (!message.transition_fn.is_empty()).then_some(message.transition_fn),
         };
         let invoked = coordinator.invoke(Arc::clone(&self.core.registry), call).await?;
-        Ok(Outcome::Invoked(pb::Invoked {
-            output: invoked.output,
-            invocation_id: invoked.invocation_id,
-            world_ref: invoked.world_ref.to_string(),
-            entry_index: invoked.entry_index,
-            task_id: invoked.task_id,
-            reconciled: invoked.reconciled,
-            episode,
-        }))
+        Ok(Outcome::Invoked(invoked_message(invoked, episode)))
+    }
+}
+
+/// A committed call as the wire carries it, in the caller's episode.
+fn invoked_message(invoked: Invoked, episode: String) -> pb::Invoked {
+    pb::Invoked {
+        output: invoked.output,
+        invocation_id: invoked.invocation_id,
+        world_ref: invoked.world_ref.to_string(),
+        entry_index: invoked.entry_index,
+        task_id: invoked.task_id,
+        reconciled: invoked.reconciled,
+        episode,
     }
 }
 
@@ -78,7 +83,8 @@ impl InvocationService {
 /// verified as a resend's reconciliation verifies it (the world hashes to its ref, the output is
 /// the world's state object and a JSON object), so any core answers for any edge. A task id that
 /// never started is `NotFound`; one whose outcome is not durable yet is `Unconfirmed`.
-pub async fn committed_task(store: &Store, id: &str, task: &TaskId) -> Result<pb::Invoked, Failure> {
+pub async fn committed_task(store: &Store, episode: &Episode, task: &TaskId) -> Result<pb::Invoked, Failure> {
+    let id = &invocation_id(Surface::A2a, episode, task);
     let integrity = |what: &str| {
         tracing::error!("a2a refusal: GetTask {id}: {what:?}");
         Failure::of(FailureCode::Unavailable)
@@ -90,15 +96,7 @@ pub async fn committed_task(store: &Store, id: &str, task: &TaskId) -> Result<pb
         Receipt::Resolved { result_ref } => result_ref,
     };
     match crate::invoke::reconcile::read_committed(store, id, &result_ref, task).await {
-        Ok(invoked) => Ok(pb::Invoked {
-            output: invoked.output,
-            invocation_id: invoked.invocation_id,
-            world_ref: invoked.world_ref.to_string(),
-            entry_index: invoked.entry_index,
-            task_id: invoked.task_id,
-            reconciled: true,
-            episode: String::new(),
-        }),
+        Ok(invoked) => Ok(invoked_message(Invoked { reconciled: true, ..invoked }, episode.as_str().to_owned())),
         Err(refusal) => Err(integrity(&refusal.cause.unwrap_or_default())),
     }
 }
@@ -109,9 +107,10 @@ impl InvocationService {
         // A text outside the task-id grammar can never have been a task.
         let task = TaskId::parse(&request.into_inner().task_id)
             .map_err(|_| Failure::new(FailureCode::NotFound, "task not found"))?;
-        let id = invocation_id(Surface::A2a, &session.episode, &task);
-        match tokio::time::timeout(self.core.limits.read, committed_task(&self.core.store, &id, &task)).await {
-            Ok(result) => result.map(|invoked| pb::Invoked { episode: session.episode.as_str().to_owned(), ..invoked }),
+        match tokio::time::timeout(self.core.limits.read, committed_task(&self.core.store, &session.episode, &task))
+            .await
+        {
+            Ok(result) => result,
             Err(_) => Err(Failure::of(FailureCode::Timeout)),
         }
     }

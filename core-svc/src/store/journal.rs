@@ -7,7 +7,7 @@ use serde_json::json;
 use sqlx::AnyConnection;
 use world_model::{HashRef, canonical_value};
 
-use super::script::{ROWS_PER_INSERT, Script, placeholders};
+use super::script::{KEYS_PER_READ, ROWS_PER_INSERT, Script, placeholders};
 use super::{Columns, Commit, Receipt, StoreError, StoredObject};
 
 pub const INTENT_SEMANTIC_ID: &str = "world/journal-intent/v1";
@@ -167,7 +167,7 @@ pub(super) async fn commit_times(
     invocation_ids: &[&str],
 ) -> Result<HashMap<String, i64>, StoreError> {
     let mut times = HashMap::with_capacity(invocation_ids.len());
-    for chunk in invocation_ids.chunks(500) {
+    for chunk in invocation_ids.chunks(KEYS_PER_READ) {
         let sql = format!(
             "SELECT j.invocation_id, o.payload FROM journal j JOIN objects o ON o.hash = j.object_ref \
              WHERE j.kind = 'outcome' AND j.invocation_id IN {}",

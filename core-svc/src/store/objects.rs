@@ -6,7 +6,7 @@ use sqlx::AnyConnection;
 use world_model::HashRef;
 
 use super::rows::{column_ref, entry_from_row, object_from_row, world_from_row};
-use super::script::{Script, placeholders};
+use super::script::{KEYS_PER_READ, Script, placeholders};
 use super::{
     Columns, LogEntry, REGISTRY_PREFIX, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, clamp_page,
 };
@@ -129,10 +129,10 @@ impl Store {
         rows.iter().map(entry_from_row).collect()
     }
 
-    /// The payloads of those of `refs` the store holds, in one query.
+    /// The payloads of those of `refs` the store holds, a query per [`KEYS_PER_READ`] refs.
     pub async fn payloads(&self, refs: &[HashRef]) -> Result<HashMap<HashRef, Vec<u8>>, StoreError> {
         let mut found = HashMap::with_capacity(refs.len());
-        for chunk in refs.chunks(500) {
+        for chunk in refs.chunks(KEYS_PER_READ) {
             let sql = format!("SELECT hash, payload FROM objects WHERE hash IN {}", placeholders(1, chunk.len()));
             let query = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |q, r| q.bind(r.to_string()));
             for row in query.fetch_all(&self.pool).await? {

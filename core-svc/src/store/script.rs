@@ -11,6 +11,8 @@ use super::StoreError;
 
 /// Rows per multi-row INSERT: far below either backend's limit on bound values.
 pub(super) const ROWS_PER_INSERT: usize = 100;
+/// Keys per `IN (…)` list of a read: far below either backend's limit on bound values.
+pub(super) const KEYS_PER_READ: usize = 500;
 
 /// One bound value.
 #[derive(Debug)]
