@@ -72,7 +72,9 @@ impl Callbacks {
             Err(_) if Instant::now() >= request_deadline => return Err(CallbackError::TimedOut),
             Err(_) => return Err(CallbackError::CapacityExceeded),
         };
-        let future = callback(deadline);
+        // Boxed once here: a gRPC call's future is kilobytes, and the spawn below would
+        // otherwise copy it whole at every layer it passes through.
+        let future = Box::pin(callback(deadline));
         // The callback stays in the caller's trace although it runs on its own task.
         let task = tokio::spawn(
             async move {

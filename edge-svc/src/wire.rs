@@ -33,8 +33,8 @@ fn status(code: u16) -> StatusCode {
 }
 
 /// A response with a body and a content type; the building block of every writer here.
-pub fn bytes(code: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response {
-    let mut response = Response::new(Body::from(body));
+pub fn bytes(code: StatusCode, content_type: &'static str, body: impl Into<Body>) -> Response {
+    let mut response = Response::new(body.into());
     *response.status_mut() = code;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
