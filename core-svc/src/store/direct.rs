@@ -18,17 +18,59 @@ use super::{SQLITE_PRAGMAS, StoreError};
 /// Idle read connections kept for reuse; more are opened when needed and closed after.
 const IDLE_READERS: usize = 8;
 
-/// The writer's page cache, in KiB (SQLite's default is 2 MiB). Every commit inserts into
-/// indexes keyed by content hashes, at random places; a cache that holds their inner pages
-/// keeps a commit from reading them back from disk.
-const WRITER_CACHE_KIB: i64 = 64 * 1024;
+/// The writer's page cache once the database is past SQLite's lock page, in KiB (SQLite's
+/// default is 2 MiB). Every commit inserts into indexes keyed by content hashes, at random
+/// places; a cache that holds their inner pages keeps a commit from reading them back.
+const LARGE_WRITER_CACHE_KIB: i64 = 64 * 1024;
+
+/// SQLite's lock page starts here, 1 GiB into the file.
+const PENDING_BYTE: i64 = 0x4000_0000;
+
+/// How many write transactions go by between two looks at the database's size.
+const SIZE_CHECK_EVERY: u32 = 256;
 
 pub(super) struct Direct {
     path: PathBuf,
     readers: Mutex<Vec<Connection>>,
     /// Used only under the writer turn, and by nothing else, so its page cache stays valid
     /// from one batch to the next.
-    writer: Mutex<Option<Connection>>,
+    writer: Mutex<Option<Writer>>,
+}
+
+/// The writer connection and how its page cache is sized.
+struct Writer {
+    conn: Connection,
+    large_cache: bool,
+    transactions: u32,
+}
+
+impl Writer {
+    /// Keeps SQLite's default cache while the database is smaller than 1 GiB and a large one
+    /// after. Below its lock page SQLite's cache scans its whole hash table at the end of
+    /// every transaction that split a b-tree page (the split borrows the lock page's number,
+    /// beyond the end of the file, and the end of the transaction truncates the cache to the
+    /// file), so there a large cache costs every commit more than it saves; past it that
+    /// never happens.
+    fn size_cache(&mut self) -> Result<(), StoreError> {
+        if self.large_cache {
+            return Ok(());
+        }
+        self.transactions = self.transactions.wrapping_add(1);
+        if self.transactions % SIZE_CHECK_EVERY != 1 {
+            return Ok(());
+        }
+        let bytes: i64 = self.conn.query_row(
+            "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+            [],
+            |row| row.get(0),
+        )?;
+        if bytes > PENDING_BYTE {
+            self.conn.execute_batch(&format!("PRAGMA cache_size = -{LARGE_WRITER_CACHE_KIB}"))?;
+            self.large_cache = true;
+            tracing::debug!(bytes, "the store passed 1 GiB: the writer's page cache grows");
+        }
+        Ok(())
+    }
 }
 
 impl Direct {
@@ -65,16 +107,13 @@ impl Direct {
     /// Begins a write transaction on the writer connection. The caller holds the writer turn.
     pub(super) fn begin(&self) -> Result<DirectTx<'_>, StoreError> {
         let taken = lock(&self.writer).take();
-        let conn = match taken {
-            Some(conn) => conn,
-            None => {
-                let conn = self.open()?;
-                conn.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB}"))?;
-                conn
-            }
+        let mut writer = match taken {
+            Some(writer) => writer,
+            None => Writer { conn: self.open()?, large_cache: false, transactions: 0 },
         };
-        conn.execute_batch("BEGIN IMMEDIATE")?;
-        Ok(DirectTx { conn: Some(conn), home: self })
+        writer.size_cache()?;
+        writer.conn.execute_batch("BEGIN IMMEDIATE")?;
+        Ok(DirectTx { writer: Some(writer), home: self })
     }
 
     /// Closes every idle connection.
@@ -87,31 +126,31 @@ impl Direct {
 /// A write transaction on the writer connection; dropped without [`DirectTx::commit`] it
 /// rolls back.
 pub(super) struct DirectTx<'a> {
-    conn: Option<Connection>,
+    writer: Option<Writer>,
     home: &'a Direct,
 }
 
 impl DirectTx<'_> {
     pub(super) fn conn(&self) -> &Connection {
-        self.conn.as_ref().expect("a transaction holds its connection until it ends")
+        &self.writer.as_ref().expect("a transaction holds its connection until it ends").conn
     }
 
     pub(super) fn commit(mut self) -> Result<(), StoreError> {
-        let conn = self.conn.take().expect("a transaction holds its connection until it ends");
+        let writer = self.writer.take().expect("a transaction holds its connection until it ends");
         // A COMMIT that failed leaves the transaction open: the connection is dropped, which
         // rolls it back.
-        conn.execute_batch("COMMIT")?;
-        *lock(&self.home.writer) = Some(conn);
+        writer.conn.execute_batch("COMMIT")?;
+        *lock(&self.home.writer) = Some(writer);
         Ok(())
     }
 }
 
 impl Drop for DirectTx<'_> {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take()
-            && conn.execute_batch("ROLLBACK").is_ok()
+        if let Some(writer) = self.writer.take()
+            && writer.conn.execute_batch("ROLLBACK").is_ok()
         {
-            *lock(&self.home.writer) = Some(conn);
+            *lock(&self.home.writer) = Some(writer);
         }
     }
 }
