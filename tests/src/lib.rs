@@ -40,6 +40,23 @@ impl Process {
         let stderr_log = log_dir.join(format!("{name}.stderr"));
         let stderr = std::fs::File::create(&stderr_log).expect("stderr log file");
         command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr).process_group(0);
+        // A test or benchmark that is killed itself (a timeout, ^C) runs no destructor: the
+        // kernel then ends its servers with it. The signal follows the thread that started
+        // the child, and every caller starts its servers from one that lives as long as they do.
+        let parent = std::process::id();
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent may have died before the signal was asked for.
+                if libc::getppid() as u32 != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
         let mut child = command.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
         let stdout = child.stdout.take().expect("piped stdout");
         let (lines, received) = mpsc::channel();
@@ -360,7 +377,15 @@ pub fn start_core(store: &Path, log_dir: &Path, extra: &[&str]) -> (Process, Str
 }
 
 pub fn start_core_with_env(store: &Path, log_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Process, String) {
-    start_core_at(&bin("world-core"), "127.0.0.1:0", store, log_dir, extra, env)
+    start_core_at(&bin("world-core"), &format!("{}:0", loopback_address()), store, log_dir, extra, env)
+}
+
+/// A loopback address of its own for a core (127.0.0.0/8 is all loopback): a core restarted
+/// on its address finds its port free, since no other test's connection or listener on
+/// 127.0.0.1 can have taken it meanwhile.
+fn loopback_address() -> std::net::Ipv4Addr {
+    let [a, b, c, ..] = world_core::session::random_bytes();
+    std::net::Ipv4Addr::new(127, a, b, c.clamp(2, 254))
 }
 
 /// Starts `program serve` (a `world-core` build) listening on `listen`.
