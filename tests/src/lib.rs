@@ -380,6 +380,14 @@ pub fn start_core_with_env(store: &Path, log_dir: &Path, extra: &[&str], env: &[
     start_core_at(&bin("world-core"), &format!("{}:0", loopback_address()), store, log_dir, extra, env)
 }
 
+/// A free `IP:PORT` on a loopback address of its own, for a server told where to listen (a
+/// core's metrics): no other test binds or connects from that address meanwhile.
+pub fn free_listen_address() -> String {
+    let ip = loopback_address();
+    let probe = std::net::TcpListener::bind((ip, 0)).expect("bind a loopback port");
+    format!("{ip}:{}", probe.local_addr().expect("a bound address").port())
+}
+
 /// A loopback address of its own for a core (127.0.0.0/8 is all loopback): a core restarted
 /// on its address finds its port free, since no other test's connection or listener on
 /// 127.0.0.1 can have taken it meanwhile.

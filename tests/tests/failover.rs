@@ -60,10 +60,6 @@ async fn all_succeed(edge: &str, token: &str, count: u64, phase: &str) {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// `world_core_invocations_total` summed over every series of the core's `/metrics`.
 async fn invocations(metrics: &str) -> f64 {
     let text = http().get(metrics).send().await.expect("core metrics").text().await.expect("metrics body");
@@ -81,7 +77,7 @@ async fn an_edge_keeps_serving_while_one_of_two_cores_dies_and_returns() {
     let dir = tempfile::tempdir().expect("temp dir");
     let artifacts = dir.path().join("artifacts");
     let store = PathBuf::from(&url);
-    let a_metrics = format!("127.0.0.1:{}", free_port());
+    let a_metrics = world_tests::free_listen_address();
     let mut a = World::echo_core_on(dir, store.clone(), Some(&artifacts), &["--metrics-listen", &a_metrics], &[]);
     let serve = world_tests::serve_args(&bin("ailang"), Some(&artifacts));
     let serve: Vec<&str> = serve.iter().map(String::as_str).collect();

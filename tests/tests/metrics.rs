@@ -29,14 +29,9 @@ async fn scrape(url: &str) -> BTreeMap<String, f64> {
     parse(&response.text().await.unwrap())
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counters_move_with_traffic() {
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
+    let listen = world_tests::free_listen_address();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("world.db");
     let mut world = World::echo_core_on(dir, store, None, &["--metrics-listen", &listen], &[]);

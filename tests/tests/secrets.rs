@@ -7,10 +7,6 @@ use std::time::Duration;
 use world_tests::otlp::grpc_receiver;
 use world_tests::{World, http};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Every request a client makes with a credential, as (method, path, body).
 const REQUESTS: &[(&str, &str, &str)] = &[
     (
@@ -57,7 +53,7 @@ async fn credentials_appear_in_no_log_span_metric_or_answer() {
         ("OTEL_BSP_SCHEDULE_DELAY", "200"),
         ("RUST_LOG", "debug"),
     ];
-    let core_metrics = format!("127.0.0.1:{}", free_port());
+    let core_metrics = world_tests::free_listen_address();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("world.db");
     let mut world = World::echo_core_on(dir, store, None, &["--metrics-listen", &core_metrics], &env);
