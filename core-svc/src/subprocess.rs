@@ -394,8 +394,6 @@ extern "C" fn child_main(plan: *mut libc::c_void) -> libc::c_int {
                 libc::sigaction(signal, &action, std::ptr::null_mut());
             }
         }
-        // Best effort (the result is no reason to refuse a run).
-        libc::nice(CHILD_NICENESS);
         let failed = libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
             // The core died before the line above: nothing would end this child with it.
             || libc::getppid() != plan.parent
@@ -406,6 +404,10 @@ extern "C" fn child_main(plan: *mut libc::c_void) -> libc::c_int {
             || libc::chdir(plan.cwd.as_ptr()) != 0
             || libc::pthread_sigmask(libc::SIG_SETMASK, &plan.signal_mask, std::ptr::null_mut()) != 0;
         if !failed {
+            // Last: until it execs, the child holds copies of all the core's descriptors (its
+            // listening sockets among them), which a core killed meanwhile leaves open for as
+            // long as the child takes. Best effort (the result is no reason to refuse a run).
+            libc::nice(CHILD_NICENESS);
             libc::execve(plan.path.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr());
         }
         let errno = *libc::__errno_location();

@@ -415,6 +415,31 @@ async fn the_serving_lock_excludes_the_exclusive_writer(location: StoreLocation)
     store.close().await;
 }
 
+/// A core that dies while an interpreter it is starting has not yet exec'd (the child holds
+/// copies of all its descriptors) must not leave its store "already served" to its successor.
+#[tokio::test]
+async fn a_sqlite_serving_lock_ends_with_its_holder_not_with_copies_of_its_descriptor() {
+    let (location, _dir) = fresh("sqlite").await;
+    let serving = ServingLock::acquire(&location, LockMode::Serve).await.expect("serve lock");
+    // SAFETY: the child only waits for signals until it is killed below.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        loop {
+            // SAFETY: async-signal-safe.
+            unsafe { libc::pause() };
+        }
+    }
+    assert!(child > 0, "fork: {}", std::io::Error::last_os_error());
+    drop(serving);
+    let successor = ServingLock::acquire(&location, LockMode::Exclusive).await;
+    // SAFETY: our own child.
+    unsafe {
+        libc::kill(child, libc::SIGKILL);
+        libc::waitpid(child, std::ptr::null_mut(), 0);
+    }
+    successor.expect("the lock is free once its holder let go, while copies of its descriptor live on");
+}
+
 const RACE_CHILD: &str = "WORLD_STORE_RACE_CHILD";
 const RACE_ROUNDS: usize = 40;
 

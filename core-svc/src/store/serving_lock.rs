@@ -1,14 +1,19 @@
 //! The serving lock: a serving core holds it for as long as it serves, and
 //! the offline registry writer (`world-publish`) refuses while anyone does.
 //!
-//! SQLite: an exclusive, non-blocking OS file lock on `<canonical store>.serving.lock`
-//! (tied to the open file, so a crashed holder frees it; the file's existence
-//! means nothing). PostgreSQL: session-level advisory locks on one dedicated
+//! SQLite: an exclusive, non-blocking POSIX record lock on `<canonical store>.serving.lock`
+//! (the file's existence means nothing). It belongs to the process and ends with it: a
+//! `flock` lock lives as long as any copy of its descriptor, and an interpreter the core is
+//! starting holds copies of all of them until it execs, so a killed core's `flock` could
+//! outlive it and refuse the core restarted in its place. PostgreSQL: session-level advisory locks on one dedicated
 //! connection; serving cores share the lock (several may serve one database),
 //! the publisher needs it exclusively.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use sqlx::{Connection, Row};
 
@@ -30,7 +35,7 @@ pub struct ServingLock {
 }
 
 enum Held {
-    File(#[allow(dead_code)] File),
+    File(#[allow(dead_code)] LockFile),
     Postgres(#[allow(dead_code)] sqlx::AnyConnection),
 }
 
@@ -49,16 +54,10 @@ impl ServingLock {
         match location {
             StoreLocation::Sqlite(path) => {
                 let lock_path = lock_file_path(path).map_err(|e| failed(e.to_string()))?;
-                let file = OpenOptions::new()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .open(&lock_path)
-                    .map_err(|e| failed(format!("{}: {e}", lock_path.display())))?;
-                match file.try_lock() {
-                    Ok(()) => Ok(Self { _held: Held::File(file) }),
-                    Err(TryLockError::WouldBlock) => Err(LockError::Held(shown)),
-                    Err(TryLockError::Error(e)) => Err(failed(e.to_string())),
+                match LockFile::take(lock_path) {
+                    Ok(Some(file)) => Ok(Self { _held: Held::File(file) }),
+                    Ok(None) => Err(LockError::Held(shown)),
+                    Err(cause) => Err(failed(cause)),
                 }
             }
             StoreLocation::Postgres(url) => {
@@ -77,6 +76,56 @@ impl ServingLock {
                 if taken { Ok(Self { _held: Held::Postgres(conn) }) } else { Err(LockError::Held(shown)) }
             }
         }
+    }
+}
+
+/// Lock files this process holds. A POSIX record lock never excludes its own process, and
+/// closing any descriptor of the file drops it, so a second taker here is refused before it
+/// opens the file.
+static HELD_HERE: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+/// An open lock file whose whole-file write lock this process holds.
+struct LockFile {
+    file: Option<File>,
+    path: PathBuf,
+}
+
+impl LockFile {
+    /// The lock, or `None` when another holder has it.
+    fn take(path: PathBuf) -> Result<Option<Self>, String> {
+        let mut held_here = HELD_HERE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if held_here.contains(&path) {
+            return Ok(None);
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        // SAFETY: a zeroed flock is a valid value; the fields that matter are set below.
+        let mut whole_file: libc::flock = unsafe { std::mem::zeroed() };
+        whole_file.l_type = libc::F_WRLCK as libc::c_short;
+        whole_file.l_whence = libc::SEEK_SET as libc::c_short;
+        // SAFETY: F_SETLK on a descriptor we own with a valid flock; it neither blocks nor keeps the pointer.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &whole_file) } != 0 {
+            let error = std::io::Error::last_os_error();
+            return match error.raw_os_error() {
+                Some(libc::EACCES | libc::EAGAIN) => Ok(None),
+                _ => Err(format!("{}: {error}", path.display())),
+            };
+        }
+        held_here.insert(path.clone());
+        Ok(Some(Self { file: Some(file), path }))
+    }
+}
+
+impl Drop for LockFile {
+    fn drop(&mut self) {
+        let mut held_here = HELD_HERE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Closed (so unlocked) before another taker in this process may open it.
+        drop(self.file.take());
+        held_here.remove(&self.path);
     }
 }
 
