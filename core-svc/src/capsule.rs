@@ -6,7 +6,6 @@
 //! (`/proc/self/fd/N`), so a file swapped in after verification never runs.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -96,11 +95,6 @@ impl VerifiedInterpreter {
         }
         Ok(())
     }
-
-    /// The path that executes exactly the verified open file.
-    fn exec_path(&self) -> String {
-        format!("/proc/self/fd/{}", self.file.as_raw_fd())
-    }
 }
 
 fn verify(file: &File, pin: &HashRef) -> Result<Stamp, String> {
@@ -155,7 +149,7 @@ pub async fn run(
     stage().map_err(|e| CapsuleError::Root(e.to_string()))?;
     let spawn = environment(root.path())
         .into_iter()
-        .fold(Spawn::new(interpreter.exec_path(), root.path()).args(ARGV), |spawn, (key, value)| spawn.env(key, value));
+        .fold(Spawn::executing(&interpreter.file, root.path()).args(ARGV), |spawn, (key, value)| spawn.env(key, value));
     let span = tracing::info_span!(
         "capsule.run",
         "world.interpreter.ref" = %interpreter.interpreter.reference,

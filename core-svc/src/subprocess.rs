@@ -100,6 +100,8 @@ impl Slots {
 /// environment (empty unless the caller adds to it). Stdin is `/dev/null`.
 pub struct Spawn {
     program: PathBuf,
+    /// The open file `program` names (`/proc/self/fd/N`), kept open in the child until execve.
+    program_fd: Option<RawFd>,
     args: Vec<OsString>,
     cwd: PathBuf,
     env: Vec<(OsString, OsString)>,
@@ -107,7 +109,13 @@ pub struct Spawn {
 
 impl Spawn {
     pub fn new(program: impl Into<PathBuf>, cwd: impl Into<PathBuf>) -> Self {
-        Self { program: program.into(), args: Vec::new(), cwd: cwd.into(), env: Vec::new() }
+        Self { program: program.into(), program_fd: None, args: Vec::new(), cwd: cwd.into(), env: Vec::new() }
+    }
+
+    /// Executes exactly the open `file` (through `/proc/self/fd/N`), whatever its path now names.
+    pub fn executing(file: &std::fs::File, cwd: impl Into<PathBuf>) -> Self {
+        let fd = file.as_raw_fd();
+        Self { program_fd: Some(fd), ..Self::new(format!("/proc/self/fd/{fd}"), cwd) }
     }
 
     pub fn args<I, S>(mut self, args: I) -> Self
@@ -254,6 +262,8 @@ struct ChildPlan {
     stdin: RawFd,
     stdout: RawFd,
     stderr: RawFd,
+    /// The one descriptor above stderr the child keeps (the program's), or -1.
+    program_fd: RawFd,
     parent: libc::pid_t,
     last_signal: libc::c_int,
     signal_mask: libc::sigset_t,
@@ -315,6 +325,7 @@ fn start(spawn: &Spawn) -> std::io::Result<Child> {
         stdin: dev_null()?,
         stdout: stdout_write.as_raw_fd(),
         stderr: stderr_write.as_raw_fd(),
+        program_fd: spawn.program_fd.unwrap_or(-1),
         // SAFETY: getpid has no preconditions.
         parent: unsafe { libc::getpid() },
         last_signal: libc::SIGRTMAX(),
@@ -383,6 +394,19 @@ extern "C" fn child_main(plan: *mut libc::c_void) -> libc::c_int {
     let plan = unsafe { &*(plan as *const ChildPlan) };
     // SAFETY: each call is a plain system call on values prepared by the parent.
     unsafe {
+        // Until it execs, the child holds copies of all the core's descriptors (its listening
+        // sockets among them): a core killed meanwhile would leave them open for as long as
+        // the child takes, and a core restarted in its place could not bind its address.
+        // Keep stdio and the program's file; drop the rest at once.
+        let stdio =
+            libc::dup2(plan.stdin, 0) >= 0 && libc::dup2(plan.stdout, 1) >= 0 && libc::dup2(plan.stderr, 2) >= 0;
+        if stdio {
+            // Best effort: execve closes them anyway (all are close-on-exec).
+            if plan.program_fd > 3 {
+                libc::syscall(libc::SYS_close_range, 3u32, plan.program_fd as u32 - 1, 0u32);
+            }
+            libc::syscall(libc::SYS_close_range, (plan.program_fd.max(2) + 1) as u32, u32::MAX, 0u32);
+        }
         // Handlers are the parent's code on the parent's memory: none may run here.
         for signal in 1..=plan.last_signal {
             let mut action: libc::sigaction = std::mem::zeroed();
@@ -394,19 +418,15 @@ extern "C" fn child_main(plan: *mut libc::c_void) -> libc::c_int {
                 libc::sigaction(signal, &action, std::ptr::null_mut());
             }
         }
-        let failed = libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+        let ready = stdio
+            && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0
             // The core died before the line above: nothing would end this child with it.
-            || libc::getppid() != plan.parent
-            || libc::setpgid(0, 0) != 0
-            || libc::dup2(plan.stdin, 0) < 0
-            || libc::dup2(plan.stdout, 1) < 0
-            || libc::dup2(plan.stderr, 2) < 0
-            || libc::chdir(plan.cwd.as_ptr()) != 0
-            || libc::pthread_sigmask(libc::SIG_SETMASK, &plan.signal_mask, std::ptr::null_mut()) != 0;
-        if !failed {
-            // Last: until it execs, the child holds copies of all the core's descriptors (its
-            // listening sockets among them), which a core killed meanwhile leaves open for as
-            // long as the child takes. Best effort (the result is no reason to refuse a run).
+            && libc::getppid() == plan.parent
+            && libc::setpgid(0, 0) == 0
+            && libc::chdir(plan.cwd.as_ptr()) == 0
+            && libc::pthread_sigmask(libc::SIG_SETMASK, &plan.signal_mask, std::ptr::null_mut()) == 0;
+        if ready {
+            // Best effort (the result is no reason to refuse a run).
             libc::nice(CHILD_NICENESS);
             libc::execve(plan.path.as_ptr(), plan.argv.as_ptr(), plan.envp.as_ptr());
         }
@@ -442,6 +462,20 @@ mod tests {
         assert_eq!(finished.stdout, b"ONLY=this\n");
         let finished = run_sh("pwd; cat", Duration::from_secs(10), 1024).await.unwrap();
         assert_eq!(finished.stdout, b"/\n");
+    }
+
+    #[tokio::test]
+    async fn an_open_program_file_runs_and_is_the_only_descriptor_kept_past_stdio() {
+        // Opened without close-on-exec: any descriptor the child did not drop itself shows below.
+        let leaked = std::fs::File::open("/dev/null").unwrap();
+        // SAFETY: clearing the flags of a descriptor we own.
+        assert_eq!(unsafe { libc::fcntl(leaked.as_raw_fd(), libc::F_SETFD, 0) }, 0);
+        let shell = std::fs::File::open("/bin/sh").unwrap();
+        let spawn = Spawn::executing(&shell, "/").args(["-c", "exec ls /proc/self/fd"]).env("PATH", "/usr/bin:/bin");
+        let finished = run(spawn, Slots::new(1).try_take().unwrap(), Duration::from_secs(10), 1024).await.unwrap();
+        assert!(finished.success(), "{}", String::from_utf8_lossy(&finished.stderr));
+        // 0, 1, 2 and the directory `ls` itself opened.
+        assert_eq!(String::from_utf8_lossy(&finished.stdout).split_whitespace().count(), 4, "{finished:?}");
     }
 
     #[tokio::test]
