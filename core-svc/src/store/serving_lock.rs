@@ -2,11 +2,11 @@
 //! the offline registry writer (`world-publish`) refuses while anyone does.
 //!
 //! SQLite: an exclusive, non-blocking POSIX record lock on `<canonical store>.serving.lock`
-//! (the file's existence means nothing). It belongs to the process and ends with it: a
-//! `flock` lock lives as long as any copy of its descriptor, and an interpreter the core is
-//! starting holds copies of all of them until it execs, so a killed core's `flock` could
-//! outlive it and refuse the core restarted in its place. PostgreSQL: session-level advisory locks on one dedicated
-//! connection; serving cores share the lock (several may serve one database),
+//! (the file's existence means nothing). It belongs to the process and ends with it, unlike
+//! a `flock`, which lives as long as any copy of its descriptor: an interpreter the core is
+//! starting holds copies of them all until it execs, so a killed core's `flock` could outlive
+//! it and refuse the core restarted in its place. PostgreSQL: session-level advisory locks on
+//! one dedicated connection; serving cores share the lock (several may serve one database),
 //! the publisher needs it exclusively.
 
 use std::collections::BTreeSet;
