@@ -1,4 +1,5 @@
-//! `world-core session mint|list|revoke` and `genesis` through the real binary.
+//! `world-core session mint|list|revoke`, `genesis` and the serving lock of `serve` through the
+//! real binary.
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
@@ -161,6 +162,30 @@ fn genesis_is_refused_once_a_head_exists() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("already has a selected world head (sha256:"), "{stderr}");
+}
+
+/// The serving lock holds across processes: a second core on a served SQLite store is refused,
+/// and once the first has stopped the store serves again.
+#[test]
+fn a_second_core_on_a_served_sqlite_store_is_refused_until_the_first_stops() {
+    let (dir, store) = new_store();
+    let ailang = bin("ailang");
+    let serve = ["--ailang-bin", ailang.to_str().unwrap()];
+    let (first, _) = world_tests::start_core(&store, dir.path(), &serve);
+    let mut second = Command::new(bin("world-core"));
+    let second = second.args(["serve", "--listen", "127.0.0.1:0", "--store"]).arg(&store).args(serve).output().unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "another world-core already serves {} (its serving lock is held); stop it first",
+            store.display()
+        )),
+        "{stderr}"
+    );
+    assert!(first.terminate().success());
+    let (again, _) = world_tests::start_core(&store, dir.path(), &serve);
+    assert!(again.terminate().success());
 }
 
 #[test]
