@@ -48,9 +48,11 @@ const SELECTED_WORLD_HEAD: &str = "selected_world_head";
 /// Registry heads share the `heads` table under this prefix.
 const REGISTRY_PREFIX: &str = "registry:";
 /// Every SQLite connection's settings. WAL lets readers run beside the one writer; a writer
-/// waits (bounded) for another process's transaction.
-const SQLITE_PRAGMAS: &str =
-    "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 15000;";
+/// waits (bounded) for another process's transaction. Statement journals stay in memory: a
+/// commit batch's multi-row inserts journal every page they touch again, which on a file
+/// cost a temporary file's writes, opening and closing per batch.
+const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
+                              PRAGMA busy_timeout = 15000; PRAGMA temp_store = MEMORY;";
 /// Key of the PostgreSQL advisory lock that serialises writers.
 const PG_WRITE_LOCK: i64 = 0x776f_726c_6400;
 
