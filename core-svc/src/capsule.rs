@@ -6,11 +6,14 @@
 //! (`/proc/self/fd/N`), so a file swapped in after verification never runs.
 
 use std::fs::File;
+use std::io::Write as _;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use rustix::fs::{AtFlags, Mode, OFlags, unlinkat};
 use sha2::{Digest, Sha256};
 use tracing::Instrument as _;
 use world_model::HashRef;
@@ -130,6 +133,61 @@ pub fn stage_source(root: &Path, source: &[u8]) -> std::io::Result<()> {
     std::fs::write(path, source)
 }
 
+/// A capsule's fresh root, made holding the source and the input and removed when dropped.
+/// Both steps work relative to descriptors of the directories made: per call they neither
+/// walk the whole path again nor follow a link the run may have left behind.
+struct Root {
+    path: PathBuf,
+    root: OwnedFd,
+    host: OwnedFd,
+    capsule: OwnedFd,
+}
+
+/// [`SOURCE_PATH`]'s directories and file, as [`Root`] makes them.
+const SOURCE_DIRS: [&str; 2] = ["host", "capsule"];
+const SOURCE_FILE: &str = "main.ail";
+
+impl Root {
+    fn stage(source: &[u8], args: &[u8]) -> std::io::Result<Root> {
+        // Until it is kept, the temporary directory removes itself the thorough way.
+        let dir = tempfile::Builder::new().prefix("world-capsule-").tempdir()?;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let subdir = |parent: &OwnedFd, name: &str| -> std::io::Result<OwnedFd> {
+            rustix::fs::mkdirat(parent, name, Mode::RWXU)?;
+            Ok(rustix::fs::openat(parent, name, flags, Mode::empty())?)
+        };
+        let root = rustix::fs::open(dir.path(), flags, Mode::empty())?;
+        let host = subdir(&root, SOURCE_DIRS[0])?;
+        let capsule = subdir(&host, SOURCE_DIRS[1])?;
+        write_new(&capsule, SOURCE_FILE, source)?;
+        write_new(&root, ARGS_FILE, args)?;
+        Ok(Root { path: dir.keep(), root, host, capsule })
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        // What the root was made with, deepest first; a run that added (or took away)
+        // anything sends the removal the thorough way.
+        let removed = unlinkat(&self.capsule, SOURCE_FILE, AtFlags::empty()).is_ok()
+            && unlinkat(&self.host, SOURCE_DIRS[1], AtFlags::REMOVEDIR).is_ok()
+            && unlinkat(&self.root, SOURCE_DIRS[0], AtFlags::REMOVEDIR).is_ok()
+            && unlinkat(&self.root, ARGS_FILE, AtFlags::empty()).is_ok()
+            && std::fs::remove_dir(&self.path).is_ok();
+        if !removed
+            && let Err(error) = std::fs::remove_dir_all(&self.path)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(root = %self.path.display(), %error, "a capsule root could not be removed");
+        }
+    }
+}
+
+fn write_new(dir: &OwnedFd, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    File::from(rustix::fs::openat(dir, name, flags, Mode::RUSR | Mode::WUSR)?).write_all(bytes)
+}
+
 /// Runs `source` with `input` (the text `main` receives) within `timeout`.
 pub async fn run(
     interpreter: &VerifiedInterpreter,
@@ -140,16 +198,11 @@ pub async fn run(
 ) -> Result<Finished, CapsuleError> {
     let slot = slots.try_take()?;
     interpreter.ensure_verified()?;
-    let root =
-        tempfile::Builder::new().prefix("world-capsule-").tempdir().map_err(|e| CapsuleError::Root(e.to_string()))?;
-    let stage = || -> std::io::Result<()> {
-        stage_source(root.path(), source)?;
-        std::fs::write(root.path().join(ARGS_FILE), serde_json::Value::String(input.to_owned()).to_string())
-    };
-    stage().map_err(|e| CapsuleError::Root(e.to_string()))?;
-    let spawn = environment(root.path())
+    let args = serde_json::to_vec(input).map_err(|e| CapsuleError::Root(e.to_string()))?;
+    let root = Root::stage(source, &args).map_err(|e| CapsuleError::Root(e.to_string()))?;
+    let spawn = environment(&root.path)
         .into_iter()
-        .fold(Spawn::executing(&interpreter.file, root.path()).args(ARGV), |spawn, (key, value)| spawn.env(key, value));
+        .fold(Spawn::executing(&interpreter.file, &root.path).args(ARGV), |spawn, (key, value)| spawn.env(key, value));
     let span = tracing::info_span!(
         "capsule.run",
         "world.interpreter.ref" = %interpreter.interpreter.reference,
@@ -200,5 +253,63 @@ impl Runner for Capsule {
         timeout: Duration,
     ) -> futures::future::BoxFuture<'a, Result<Finished, CapsuleError>> {
         Box::pin(run(&self.interpreter, source, input, &self.slots, timeout))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(dir: &Path) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(next) = stack.pop() {
+            for entry in std::fs::read_dir(&next).unwrap() {
+                let path = entry.unwrap().path();
+                found.push(path.strip_prefix(dir).unwrap().display().to_string());
+                if path.is_dir() && !path.is_symlink() {
+                    stack.push(path);
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
+    #[test]
+    fn a_root_holds_the_source_and_the_input_where_the_argv_names_them_and_goes_when_dropped() {
+        let root = Root::stage(b"module source", br#""{}""#).unwrap();
+        let path = root.path.clone();
+        assert_eq!(tree(&path), ["args.json", "host", "host/capsule", "host/capsule/main.ail"]);
+        assert_eq!(std::fs::read(path.join(SOURCE_PATH)).unwrap(), b"module source");
+        assert_eq!(std::fs::read(path.join(ARGS_FILE)).unwrap(), br#""{}""#);
+        drop(root);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_root_a_run_added_to_is_removed_whole() {
+        let root = Root::stage(b"m", b"\"\"").unwrap();
+        let path = root.path.clone();
+        std::fs::create_dir_all(path.join(".cache/deep")).unwrap();
+        std::fs::write(path.join(".cache/deep/x"), b"x").unwrap();
+        std::fs::write(path.join("host/capsule/extra"), b"x").unwrap();
+        drop(root);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn removing_a_root_never_follows_a_link_a_run_left_in_place_of_its_directories() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(outside.path().join("capsule")).unwrap();
+        std::fs::write(outside.path().join("capsule/main.ail"), b"keep").unwrap();
+        std::fs::write(outside.path().join("args.json"), b"keep").unwrap();
+        let root = Root::stage(b"m", b"\"\"").unwrap();
+        let path = root.path.clone();
+        std::fs::rename(path.join("host"), path.join("moved")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), path.join("host")).unwrap();
+        drop(root);
+        assert!(!path.exists());
+        assert_eq!(tree(outside.path()), ["args.json", "capsule", "capsule/main.ail"]);
     }
 }
