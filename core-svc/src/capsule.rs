@@ -124,23 +124,16 @@ fn verify(file: &File, pin: &HashRef) -> Result<Stamp, String> {
     Ok(before)
 }
 
-/// Writes `source` at [`SOURCE_PATH`] under `root`.
-pub fn stage_source(root: &Path, source: &[u8]) -> std::io::Result<()> {
-    let path = root.join(SOURCE_PATH);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(path, source)
-}
-
-/// A capsule's fresh root, made holding the source and the input and removed when dropped.
-/// Both steps work relative to descriptors of the directories made: per call they neither
-/// walk the whole path again nor follow a link the run may have left behind.
-struct Root {
+/// A fresh root laid out as the capsule's argv names it, removed when dropped. Both steps
+/// work relative to descriptors of the directories made: per call they neither walk the
+/// whole path again nor follow a link the run may have left behind.
+pub struct Root {
     path: PathBuf,
     root: OwnedFd,
     host: OwnedFd,
     capsule: OwnedFd,
+    /// Whether [`ARGS_FILE`] was written.
+    args: bool,
 }
 
 /// [`SOURCE_PATH`]'s directories and file, as [`Root`] makes them.
@@ -148,9 +141,11 @@ const SOURCE_DIRS: [&str; 2] = ["host", "capsule"];
 const SOURCE_FILE: &str = "main.ail";
 
 impl Root {
-    fn stage(source: &[u8], args: &[u8]) -> std::io::Result<Root> {
+    /// A root named `prefix…` in the temporary directory holding `source` at [`SOURCE_PATH`]
+    /// and, when given, `args` at [`ARGS_FILE`].
+    pub fn stage(prefix: &str, source: &[u8], args: Option<&[u8]>) -> std::io::Result<Root> {
         // Until it is kept, the temporary directory removes itself the thorough way.
-        let dir = tempfile::Builder::new().prefix("world-capsule-").tempdir()?;
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let subdir = |parent: &OwnedFd, name: &str| -> std::io::Result<OwnedFd> {
             rustix::fs::mkdirat(parent, name, Mode::RWXU)?;
@@ -160,8 +155,14 @@ impl Root {
         let host = subdir(&root, SOURCE_DIRS[0])?;
         let capsule = subdir(&host, SOURCE_DIRS[1])?;
         write_new(&capsule, SOURCE_FILE, source)?;
-        write_new(&root, ARGS_FILE, args)?;
-        Ok(Root { path: dir.keep(), root, host, capsule })
+        if let Some(args) = args {
+            write_new(&root, ARGS_FILE, args)?;
+        }
+        Ok(Root { path: dir.keep(), root, host, capsule, args: args.is_some() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 }
 
@@ -172,7 +173,7 @@ impl Drop for Root {
         let removed = unlinkat(&self.capsule, SOURCE_FILE, AtFlags::empty()).is_ok()
             && unlinkat(&self.host, SOURCE_DIRS[1], AtFlags::REMOVEDIR).is_ok()
             && unlinkat(&self.root, SOURCE_DIRS[0], AtFlags::REMOVEDIR).is_ok()
-            && unlinkat(&self.root, ARGS_FILE, AtFlags::empty()).is_ok()
+            && (!self.args || unlinkat(&self.root, ARGS_FILE, AtFlags::empty()).is_ok())
             && std::fs::remove_dir(&self.path).is_ok();
         if !removed
             && let Err(error) = std::fs::remove_dir_all(&self.path)
@@ -199,7 +200,7 @@ pub async fn run(
     let slot = slots.try_take()?;
     interpreter.ensure_verified()?;
     let args = serde_json::to_vec(input).map_err(|e| CapsuleError::Root(e.to_string()))?;
-    let root = Root::stage(source, &args).map_err(|e| CapsuleError::Root(e.to_string()))?;
+    let root = Root::stage("world-capsule-", source, Some(&args)).map_err(|e| CapsuleError::Root(e.to_string()))?;
     let spawn = environment(&root.path)
         .into_iter()
         .fold(Spawn::executing(&interpreter.file, &root.path).args(ARGV), |spawn, (key, value)| spawn.env(key, value));
@@ -278,7 +279,7 @@ mod tests {
 
     #[test]
     fn a_root_holds_the_source_and_the_input_where_the_argv_names_them_and_goes_when_dropped() {
-        let root = Root::stage(b"module source", br#""{}""#).unwrap();
+        let root = Root::stage("t-", b"module source", Some(br#""{}""#)).unwrap();
         let path = root.path.clone();
         assert_eq!(tree(&path), ["args.json", "host", "host/capsule", "host/capsule/main.ail"]);
         assert_eq!(std::fs::read(path.join(SOURCE_PATH)).unwrap(), b"module source");
@@ -288,8 +289,17 @@ mod tests {
     }
 
     #[test]
+    fn a_root_staged_without_input_holds_only_the_source() {
+        let root = Root::stage("t-", b"m", None).unwrap();
+        let path = root.path.clone();
+        assert_eq!(tree(&path), ["host", "host/capsule", "host/capsule/main.ail"]);
+        drop(root);
+        assert!(!path.exists());
+    }
+
+    #[test]
     fn a_root_a_run_added_to_is_removed_whole() {
-        let root = Root::stage(b"m", b"\"\"").unwrap();
+        let root = Root::stage("t-", b"m", Some(b"\"\"")).unwrap();
         let path = root.path.clone();
         std::fs::create_dir_all(path.join(".cache/deep")).unwrap();
         std::fs::write(path.join(".cache/deep/x"), b"x").unwrap();
@@ -304,7 +314,7 @@ mod tests {
         std::fs::create_dir_all(outside.path().join("capsule")).unwrap();
         std::fs::write(outside.path().join("capsule/main.ail"), b"keep").unwrap();
         std::fs::write(outside.path().join("args.json"), b"keep").unwrap();
-        let root = Root::stage(b"m", b"\"\"").unwrap();
+        let root = Root::stage("t-", b"m", Some(b"\"\"")).unwrap();
         let path = root.path.clone();
         std::fs::rename(path.join("host"), path.join("moved")).unwrap();
         std::os::unix::fs::symlink(outside.path(), path.join("host")).unwrap();

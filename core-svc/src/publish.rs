@@ -197,8 +197,7 @@ fn not_loadable(id: &str, source: &HashRef, output: &str) -> String {
 /// only `std/*` imports resolve. `Err` carries the interpreter's output.
 pub async fn check_source(interpreter: &Interpreter, source: &[u8], slots: &Slots) -> Result<(), String> {
     let scratch =
-        tempfile::Builder::new().prefix("world-source-check-").tempdir().map_err(|e| format!("scratch root: {e}"))?;
-    capsule::stage_source(scratch.path(), source).map_err(|e| format!("scratch root: {e}"))?;
+        capsule::Root::stage("world-source-check-", source, None).map_err(|e| format!("scratch root: {e}"))?;
     let spawn = Spawn::new(&interpreter.path, scratch.path())
         .args(["check", capsule::SOURCE_PATH])
         .inherit_env_except(&REGISTRY_VARIABLES)

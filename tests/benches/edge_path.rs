@@ -379,12 +379,9 @@ fn spawn_loop(root: &Path) -> impl Future<Output = Run> + use<> {
 }
 
 /// A capsule root staged with the echo transition and `{"a":1}`.
-fn echo_root() -> tempfile::TempDir {
+fn echo_root() -> capsule::Root {
     let source = std::fs::read(examples_dir().join("echo.ail")).unwrap();
-    let root = tempfile::tempdir().unwrap();
-    capsule::stage_source(root.path(), &source).unwrap();
-    std::fs::write(root.path().join(capsule::ARGS_FILE), r#""{\"a\":1}""#).unwrap();
-    root
+    capsule::Root::stage("world-bench-", &source, Some(br#""{\"a\":1}""#)).unwrap()
 }
 
 /// How the served processes' async runtimes are sized.
