@@ -12,6 +12,7 @@ pub mod body;
 pub mod callback;
 pub mod card;
 pub mod cli;
+mod connection;
 pub mod core;
 #[cfg(test)]
 mod fuzzing;

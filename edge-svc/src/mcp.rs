@@ -23,10 +23,10 @@ use http::{HeaderMap, StatusCode};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
-use world_model::{Failure, FailureCode, McpNameError, escape_surface, go_quote, unescape};
+use world_model::{Failure, FailureCode, McpNameError, escape_surface, go_quote, quote_for_log, unescape};
 use world_proto::v1 as pb;
 
-use crate::body::{MCP_LIMIT, Pending, read_capped};
+use crate::body::{BodyError, MCP_LIMIT, Pending, read_capped};
 use crate::callback::{CallbackError, Callbacks};
 use crate::card::{CARD_NAME, CARD_VERSION};
 use crate::core::CoreClient;
@@ -145,8 +145,11 @@ pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Respon
     if !state.origins.admits(headers) {
         return wire::mcp_transport_error(StatusCode::FORBIDDEN, null, INVALID_REQUEST, ORIGIN_REFUSED);
     }
-    let Ok(bytes) = body.read(|body| read_capped(body, MCP_LIMIT, state.limits.body_read_timeout)).await else {
-        return wire::mcp_host_envelope(INVALID_BODY, null);
+    let bytes = match body.read(|body| read_body(state, body, deadline)).await {
+        Ok(bytes) => bytes,
+        // The seed's deadline answer: the body's time is the POST's.
+        Err(BodyError::TooSlow { .. }) => return wire::mcp_callback_failure(&CallbackError::TimedOut, null),
+        Err(_) => return wire::mcp_host_envelope(INVALID_BODY, null),
     };
     let post_id = top_level_id(&bytes);
     let bad_request =
@@ -190,7 +193,7 @@ async fn unadmitted_call(
     if !state.origins.admits(headers) {
         return Err(Pending::Unread(body));
     }
-    let bytes = match read_capped(body, MCP_LIMIT, state.limits.body_read_timeout).await {
+    let bytes = match read_body(state, body, deadline).await {
         Ok(bytes) => bytes,
         Err(error) => return Err(Pending::Read(Err(error))),
     };
@@ -217,6 +220,13 @@ async fn unadmitted_call(
         Err(CallbackError::Readmit) => Err(ordinary()),
         Err(error) => Ok(wire::mcp_callback_failure(&error, &id)),
     }
+}
+
+/// The body under the 4 MiB cap, within the POST's aggregate deadline (the seed's 20 s) or the
+/// body read timeout, whichever ends first.
+async fn read_body(state: &AppState, body: Body, deadline: Instant) -> Result<axum::body::Bytes, BodyError> {
+    let within = deadline.saturating_duration_since(Instant::now()).min(state.limits.body_read_timeout);
+    read_capped(body, MCP_LIMIT, within).await
 }
 
 /// The top-level `id` of a body that is one JSON object, for answering the POST as a whole;
@@ -706,11 +716,19 @@ impl CallRefusal {
                 Ok(wire::mcp_error_object(id, INVALID_PARAMS, &format!("unknown tool {}", go_quote(&name))))
             }
             CallRefusal::NotAnObject(_) => {
-                tracing::info!("mcp refusal: tools/call -: {:?}", "tools/call arguments are not a JSON object");
+                tracing::info!(
+                    code = "invalid_params",
+                    "mcp refusal: tools/call -: \"tools/call arguments are not a JSON object\""
+                );
                 Err(CallbackError::Failed(Failure::new(FailureCode::InvalidParams, "arguments are not an object")))
             }
             CallRefusal::BadName(_, error) => {
-                tracing::info!("mcp refusal: tools/call -: {:?}", error.to_string());
+                // The name is the caller's: quoted and cut.
+                tracing::info!(
+                    code = "invalid_params",
+                    "mcp refusal: tools/call -: {}",
+                    quote_for_log(&error.to_string())
+                );
                 Err(CallbackError::Failed(Failure::of(FailureCode::Unavailable)))
             }
         }

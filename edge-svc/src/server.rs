@@ -25,7 +25,7 @@ use crate::limits::Limits;
 use crate::mcp::OriginPolicy;
 use crate::metrics::Metrics;
 use crate::router::{self, Resolution, Route};
-use crate::{a2a, card, mcp, rest, ui, wire};
+use crate::{a2a, card, connection, mcp, rest, ui, wire};
 
 /// How long open connections may finish after SIGINT/SIGTERM before the edge closes them.
 pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(10);
@@ -163,20 +163,19 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
     (matched.pattern, response)
 }
 
-/// Accepts connections until SIGINT or SIGTERM, each served by hyper (HTTP/1.1, or HTTP/2
-/// with prior knowledge) with a bound on how long a client may take to send its headers, so
-/// clients that trickle bytes cannot hold connections open; then lets open connections finish
-/// for up to [`SHUTDOWN_DRAIN`].
-async fn serve_connections(listener: TcpListener, app: Router, limits: &Limits) {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+/// Accepts connections until SIGINT or SIGTERM, each served by [`connection::serve`] under the
+/// header and idle bounds of `limits`; then lets open connections finish for up to
+/// [`SHUTDOWN_DRAIN`].
+async fn serve_connections(listener: TcpListener, app: Router, limits: Limits, metrics: Arc<Metrics>) {
+    use hyper_util::rt::{TokioExecutor, TokioTimer};
     use hyper_util::server::conn::auto;
-    use hyper_util::server::graceful::GracefulShutdown;
-    use hyper_util::service::TowerToHyperService;
 
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
-    let connections = GracefulShutdown::new();
-    let mut stopping = std::pin::pin!(shutdown_signal());
+    let builder = Arc::new(builder);
+    // Every connection holds a receiver, so the sender learns when the last one has ended.
+    let stopping = tokio::sync::watch::Sender::new(false);
+    let mut signalled = std::pin::pin!(shutdown_signal());
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -188,22 +187,24 @@ async fn serve_connections(listener: TcpListener, app: Router, limits: &Limits) 
                     continue;
                 }
             },
-            () = &mut stopping => break,
+            () = &mut signalled => break,
         };
         // Without TCP_NODELAY small replies can wait out a delayed ACK (~40 ms).
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
-        let connection = connections.watch(connection);
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, "connection ended with an error");
-            }
-        });
+        let serving = connection::serve(
+            stream,
+            app.clone(),
+            Arc::clone(&builder),
+            limits,
+            Arc::clone(&metrics),
+            stopping.subscribe(),
+        );
+        tokio::spawn(serving);
     }
     drop(listener);
     tracing::info!("stopping: draining open connections");
-    if tokio::time::timeout(SHUTDOWN_DRAIN, connections.shutdown()).await.is_err() {
+    stopping.send_replace(true);
+    if tokio::time::timeout(SHUTDOWN_DRAIN, stopping.closed()).await.is_err() {
         tracing::warn!("drain deadline reached; closing remaining connections");
     }
 }
@@ -243,8 +244,8 @@ pub async fn serve(args: EdgeArgs) -> Result<(), ServeError> {
     }
     tracing::info!(%address, cores = ?args.core, "world-edge serving");
 
-    let limits = state.limits;
-    serve_connections(listener, app(state), &limits).await;
+    let (limits, metrics) = (state.limits, Arc::clone(&state.metrics));
+    serve_connections(listener, app(state), limits, metrics).await;
     tracing::info!("world-edge stopped");
     Ok(())
 }
