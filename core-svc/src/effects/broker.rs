@@ -145,7 +145,8 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
     let (status, output) = match output {
         Ok(output) => (EffectStatus::Ok, Some(output)),
         Err(cause) => {
-            tracing::warn!(effect = %effect_id, %cause, "effect failed");
+            // Recorded as failed and answered so; the cause may quote the caller's request.
+            tracing::info!(effect = %effect_id, cause = %world_model::quote_for_log(&cause), "effect failed");
             (EffectStatus::Failed, None)
         }
     };

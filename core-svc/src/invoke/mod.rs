@@ -150,9 +150,10 @@ impl Coordinator {
                             Surface::Mcp => "tools/call",
                         };
                         let id = id.as_deref().unwrap_or("-");
-                        tracing::error!(
-                            code = refusal.failure.code.as_str(),
-                            "{surface} refusal: {method} {id}: {cause:?}"
+                        refusal::log_refusal(
+                            refusal.failure.code,
+                            format_args!("{surface} refusal: {method} {id}"),
+                            &cause,
                         );
                     }
                     refusal.failure

@@ -37,7 +37,7 @@ pub use effect_plan::{
     AdmittedPlan, ComposeError, EFFECT_PLAN, EffectResult, EffectStatus, Law, PlanLawError, PlannedEffect,
     admit_finish, admit_plan, compose_output, finish_input, plan_input, world_block,
 };
-pub use failure::{Failure, FailureCode};
+pub use failure::{Concern, Failure, FailureCode};
 pub use grant::{
     AccessTriple, Decision, Denial, Grant, GrantParseError, PRESET_BUDGET, SE_TOOLS_EFFECTS, Selection, decide,
     grants_allow, preset_grants, select_grant,
@@ -46,5 +46,5 @@ pub use hashref::{HashRef, HashRefError, semantic_interface_hash};
 pub use ids::{Episode, IdError, Surface, TaskId, TransitionId, invocation_id};
 pub use ledger::{EntryHeader, entry_hash, world_ref};
 pub use mcp_name::{McpNameError, escape, escape_surface, unescape};
-pub use quote::go_quote;
+pub use quote::{LOG_TEXT_CHARS, go_quote, quote_for_log};
 pub use registry::{Descriptor, EpochRegistry, RegistryError, Revision, Schema, release_of};
