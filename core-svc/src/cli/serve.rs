@@ -9,7 +9,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use world_core::archive::{Archive, Interpreter};
 use world_core::capsule::{Capsule, VerifiedInterpreter};
 use world_core::limits::Limits;
-use world_core::store::{Backend, LockMode, OpenMode, ServingLock, Store, StoreLocation};
+use world_core::store::{Backend, LockMode, OpenMode, ServingLock, Store, StoreFiles, StoreLocation, WATCH_INTERVAL};
 use world_core::subprocess::Slots;
 use world_core::{Core, registry};
 
@@ -92,7 +92,7 @@ impl LimitArgs {
 pub async fn run(args: ServeArgs) -> Outcome {
     let location = parse_location(&args.store)?;
     let store = open_store(&location, OpenMode::CreateIfMissing).await?;
-    let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
+    let serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
     let options = CoreOptions {
         ailang_bin: args.ailang_bin.as_deref(),
         artifacts: args.artifacts.as_deref(),
@@ -111,7 +111,8 @@ pub async fn run(args: ServeArgs) -> Outcome {
     if let Some(address) = args.metrics_listen {
         serve_metrics(Arc::clone(&core), address).await?;
     }
-    serve_grpc(core, listener, &location, shutdown).await?;
+    let watched = store_files(&location, &serving_lock)?;
+    serve_grpc(core, listener, &location, watched, shutdown).await?;
     store.close().await;
     tracing::info!("world-core stopped");
     Ok(())
@@ -136,6 +137,7 @@ pub async fn build_core(
     options: CoreOptions<'_>,
 ) -> Result<Arc<Core>, Failed> {
     let CoreOptions { ailang_bin, artifacts, workspace_root, tool_ailang_bin, examples_dir, limits } = options;
+    remove_leftover_roots().await;
     recover(store).await?;
     let Some(binary) = ailang_bin else {
         if workspace_root.is_some() {
@@ -170,6 +172,20 @@ pub async fn build_core(
         .await
         .map_err(|e| Failed::fatal(format!("startup failed at recovery: {e}")))?;
     Ok(Arc::new(core))
+}
+
+/// Capsule and tool roots a killed core left in the temporary directory go before this core
+/// makes its own; those of cores still running stay.
+async fn remove_leftover_roots() {
+    match tokio::task::spawn_blocking(world_core::scratch::remove_leftovers).await {
+        Ok(swept) => tracing::info!(
+            removed = swept.removed,
+            failed = swept.failed,
+            "removed {} capsule and tool roots left by cores no longer running",
+            swept.removed
+        ),
+        Err(error) => tracing::warn!(%error, "the sweep of leftover capsule and tool roots did not finish"),
+    }
 }
 
 /// A SQLite store has one serving core (its serving lock is exclusive), so leases and
@@ -240,25 +256,66 @@ pub async fn pin_interpreter(
     Ok(interpreter)
 }
 
-/// Prints the startup line and serves until `shutdown` resolves.
+/// Prints the startup line and serves until `shutdown` resolves, or until a SQLite store's file
+/// or serving lock is removed or replaced ([`StoreFiles`]): then calls in flight answer "not
+/// committed" and the core stops with the reason, a fatal failure.
 pub async fn serve_grpc(
     core: Arc<Core>,
     listener: TcpListener,
     location: &StoreLocation,
+    watched: Option<StoreFiles>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Outcome {
     let address = listener.local_addr().map_err(Failed::fatal)?;
+    let gone = core.store_gone.clone();
+    if let Some(files) = watched {
+        let gone = gone.clone();
+        tokio::spawn(async move { gone.declare(files.changed(WATCH_INTERVAL).await) });
+    }
     let router = world_core::grpc::router(core).map_err(Failed::fatal)?;
     println!("world-core listening on grpc://{address}");
     tracing::info!(%address, store = %location, "world-core serving");
     // Small request/reply frames: without TCP_NODELAY each one can wait out
     // a delayed ACK (~40 ms) on loopback.
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    router
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await
-        .map_err(|e| Failed::fatal(format!("the gRPC server failed: {e}")))
+    let stopping = async {
+        tokio::select! {
+            () = shutdown => {}
+            () = gone.wait() => {}
+        }
+    };
+    let served = router.serve_with_incoming_shutdown(incoming, stopping);
+    // Calls in flight have their answer at once when the store goes; the rest get a moment.
+    let abandoned = async {
+        gone.wait().await;
+        tokio::time::sleep(STORE_GONE_GRACE).await;
+    };
+    tokio::select! {
+        served = served => served.map_err(|e| Failed::fatal(format!("the gRPC server failed: {e}")))?,
+        () = abandoned => {}
+    }
+    match gone.reason() {
+        Some(reason) => Err(Failed::fatal(format!(
+            "stopped serving: {reason}; whatever this core committed from then on is lost with it, and calls \
+             in flight were answered as not committed. Restore the store (or point --store at the right \
+             one) and start the core again"
+        ))),
+        None => Ok(()),
+    }
 }
+
+/// The files a SQLite core serves from, as it opened them, for [`serve_grpc`] to watch.
+pub fn store_files(location: &StoreLocation, serving_lock: &ServingLock) -> Result<Option<StoreFiles>, Failed> {
+    let (Some(store), Some((lock_path, lock))) = (location.sqlite_path(), serving_lock.file()) else {
+        return Ok(None);
+    };
+    let files = StoreFiles::new(store, lock_path, lock)
+        .map_err(|e| Failed::fatal(format!("cannot watch the store {}: {e}", store.display())))?;
+    Ok(Some(files))
+}
+
+/// How long requests in flight may take to finish once the store is gone.
+const STORE_GONE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Installs SIGINT and SIGTERM handlers now; the future resolves on either.
 pub fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {

@@ -22,7 +22,7 @@ use world_core::store::{LockMode, OpenMode, ServingLock, StoreLocation};
 use world_core::subprocess::Slots;
 use world_model::{Episode, Grant};
 
-use super::serve::{CoreOptions, build_core, pin_interpreter, serve_grpc, shutdown_signal};
+use super::serve::{CoreOptions, build_core, pin_interpreter, serve_grpc, shutdown_signal, store_files};
 use super::{Failed, Outcome, open_store};
 
 const EPISODE: &str = "demo";
@@ -107,7 +107,7 @@ pub async fn run(args: UpArgs) -> Outcome {
     let session_file = args.dir.join("session");
     ensure_session(&store, &episode, &session_file).await?;
 
-    let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
+    let serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
     let options =
         CoreOptions { ailang_bin: Some(&siblings.ailang), workspace_root: Some(&workspace_root), ..Default::default() };
     let core = build_core(&store, &location, options).await?;
@@ -117,8 +117,9 @@ pub async fn run(args: UpArgs) -> Outcome {
     let core_address = listener.local_addr().map_err(Failed::fatal)?;
     let shutdown = shutdown_signal().map_err(Failed::fatal)?;
     let (stop_server, server_stopped) = tokio::sync::oneshot::channel::<()>();
+    let watched = store_files(&location, &serving_lock)?;
     let server = tokio::spawn(async move {
-        serve_grpc(core, listener, &location, async {
+        serve_grpc(core, listener, &location, watched, async {
             let _ = server_stopped.await;
         })
         .await
@@ -137,11 +138,15 @@ pub async fn run(args: UpArgs) -> Outcome {
     let edge_url = edge_startup_url(&mut edge).await?;
     print_connection(&edge_url, &session_file);
 
+    let mut server = server;
+    let mut served = None;
     tokio::select! {
         () = shutdown => {}
         status = edge.wait() => {
             eprintln!("world-core up: the edge exited ({}); stopping", status.map(|s| s.to_string()).unwrap_or_default());
         }
+        // The core stopped by itself: its store went away.
+        ended = &mut server => served = Some(ended),
     }
     if let Some(pid) = edge.id().and_then(|id| i32::try_from(id).ok()) {
         // SAFETY: signals the edge child we spawned.
@@ -149,7 +154,11 @@ pub async fn run(args: UpArgs) -> Outcome {
     }
     let _ = edge.wait().await;
     let _ = stop_server.send(());
-    server.await.map_err(Failed::fatal)??;
+    let served = match served {
+        Some(served) => served,
+        None => server.await,
+    };
+    served.map_err(Failed::fatal)??;
     store.close().await;
     eprintln!("world-core up: stopped");
     Ok(())

@@ -179,7 +179,7 @@ impl AilangHandlers {
 /// worktree) at the same relative path.
 fn stage(worktree: &Worktree, source: Option<&str>, policy: &ConfinementPolicy) -> Result<tempfile::TempDir, Refusal> {
     let stage = tempfile::Builder::new()
-        .prefix("world-tool-")
+        .prefix(&crate::scratch::root_prefix(crate::scratch::TOOL))
         .tempdir()
         .map_err(|e| Refusal(format!("cannot make a staging directory: {e}")))?;
     if let Some(path) = source {

@@ -45,7 +45,9 @@ impl InvocationService {
         let surface = Surface::parse(&message.surface)
             .ok_or_else(|| Failure::new(FailureCode::InvalidParams, "surface must be a2a or mcp"))?;
         let Some(coordinator) = &self.core.coordinator else {
-            tracing::error!(
+            // The operator chose this at start (and was warned then); each call is the caller's.
+            tracing::info!(
+                code = FailureCode::Unavailable.as_str(),
                 "{surface} refusal: invoke -: \"this core serves without --ailang-bin: there is no coordinator\""
             );
             return Err(Failure::of(FailureCode::Unavailable));
@@ -130,8 +132,15 @@ impl Invocation for InvocationService {
     }
 
     async fn invoke(&self, request: Request<pb::InvokeRequest>) -> Result<Response<pb::InvokeReply>, Status> {
-        let outcome =
-            self.invoke_call(request).await.unwrap_or_else(|failure| Outcome::Failure(convert::failure(failure)));
+        // Once the store's file is gone, whatever a call commits is lost with it: a call in
+        // flight then, or answering then, is not committed. (The call's own task runs on.)
+        let gone = &self.core.store_gone;
+        let invoked = tokio::select! {
+            invoked = self.invoke_call(request) => invoked,
+            () = gone.wait() => Err(Failure::of(FailureCode::NotCommitted)),
+        };
+        let invoked = if gone.is_gone() { Err(Failure::of(FailureCode::NotCommitted)) } else { invoked };
+        let outcome = invoked.unwrap_or_else(|failure| Outcome::Failure(convert::failure(failure)));
         Ok(Response::new(pb::InvokeReply { outcome: Some(outcome) }))
     }
 }

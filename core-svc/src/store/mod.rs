@@ -20,6 +20,7 @@ mod script;
 mod serving_lock;
 mod sessions;
 mod tx;
+mod watch;
 
 use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
@@ -42,6 +43,7 @@ pub use location::{StoreLocation, redact_url_password};
 pub use records::{Commit, Committed, LogEntry, Receipt, SessionRow, StoredObject, WorldRow};
 pub use schema::SCHEMA_VERSION;
 pub use serving_lock::{LockError, LockMode, ServingLock};
+pub use watch::{StoreFiles, StoreGone, WATCH_INTERVAL};
 
 /// The head row naming the selected world.
 const SELECTED_WORLD_HEAD: &str = "selected_world_head";
