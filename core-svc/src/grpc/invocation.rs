@@ -9,7 +9,7 @@ use world_proto::v1 as pb;
 use world_proto::v1::invocation_server::Invocation;
 use world_proto::v1::invoke_reply::Outcome;
 
-use super::{authorization, convert};
+use super::{authorization, convert, unless_store_gone};
 use crate::Core;
 use crate::invoke::{Call, Invoked};
 use crate::store::{Receipt, Store};
@@ -132,14 +132,9 @@ impl Invocation for InvocationService {
     }
 
     async fn invoke(&self, request: Request<pb::InvokeRequest>) -> Result<Response<pb::InvokeReply>, Status> {
-        // Once the store's file is gone, whatever a call commits is lost with it: a call in
-        // flight then, or answering then, is not committed. (The call's own task runs on.)
-        let gone = &self.core.store_gone;
-        let invoked = tokio::select! {
-            invoked = self.invoke_call(request) => invoked,
-            () = gone.wait() => Err(Failure::of(FailureCode::NotCommitted)),
-        };
-        let invoked = if gone.is_gone() { Err(Failure::of(FailureCode::NotCommitted)) } else { invoked };
+        // The coordinator's own task runs on if the store goes; its answer is not committed.
+        let invoked =
+            unless_store_gone(&self.core, self.invoke_call(request), || Failure::of(FailureCode::NotCommitted)).await;
         let outcome = invoked.unwrap_or_else(|failure| Outcome::Failure(convert::failure(failure)));
         Ok(Response::new(pb::InvokeReply { outcome: Some(outcome) }))
     }

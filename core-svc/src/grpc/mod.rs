@@ -10,6 +10,7 @@ mod store_api;
 use std::sync::Arc;
 
 use tonic::Request;
+use world_model::Failure;
 
 pub use admission::AdmissionService;
 pub use invocation::InvocationService;
@@ -20,6 +21,21 @@ use crate::Core;
 /// The `authorization` metadata as sent (the edge forwards the HTTP header verbatim).
 fn authorization<T>(request: &Request<T>) -> Option<&str> {
     request.metadata().get("authorization").and_then(|v| v.to_str().ok())
+}
+
+/// A committing call's answer, unless the store's file goes while it runs ([`Core::store_gone`]):
+/// whatever it commits then is lost with the file, so it answers `gone` at once instead.
+async fn unless_store_gone<T>(
+    core: &Core,
+    call: impl Future<Output = Result<T, Failure>>,
+    gone: impl Fn() -> Failure,
+) -> Result<T, Failure> {
+    let store_gone = &core.store_gone;
+    let answer = tokio::select! {
+        answer = call => answer,
+        () = store_gone.wait() => Err(gone()),
+    };
+    if store_gone.is_gone() { Err(gone()) } else { answer }
 }
 
 /// Registers every world.v1 service, standard health and reflection on one router.

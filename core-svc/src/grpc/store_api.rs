@@ -9,8 +9,8 @@ use world_model::{Failure, FailureCode};
 use world_proto::v1 as pb;
 use world_proto::v1::store_server::Store as StoreApi;
 
-use super::authorization;
 use super::convert::{self, parse_optional_ref, parse_ref};
+use super::{authorization, unless_store_gone};
 use crate::store::{Commit, Receipt, StoreError};
 use crate::{Core, calls};
 
@@ -257,7 +257,7 @@ impl StoreApi for StoreService {
 
     async fn commit(&self, request: Request<pb::CommitRequest>) -> Result<Response<pb::CommitReply>, Status> {
         use pb::commit_reply::Outcome;
-        let outcome = async {
+        let commit = async {
             self.core.resolve_session(authorization(&request), "commit").await?;
             let message = request.get_ref();
             let (observed_head, next_world, entry, objects) = convert::commit_parts(message)?;
@@ -281,9 +281,11 @@ impl StoreApi for StoreService {
                 .await
                 .map(|committed| committed.selected_head)
                 .map_err(|error| crate::invoke::refusal::rest_store_failure(error, "commit"))
-        }
-        .await;
-        let outcome = match outcome {
+        };
+        let not_committed = || {
+            Failure::new(FailureCode::NotCommitted, "the store was removed or replaced under this core: not committed")
+        };
+        let outcome = match unless_store_gone(&self.core, commit, not_committed).await {
             Ok(head) => Outcome::SelectedHead(head.to_string()),
             Err(failure) => Outcome::Failure(convert::failure(failure)),
         };
