@@ -5,7 +5,7 @@ use world_model::{
     Credential, Episode, Grant, HashRef, SessionDenial, mint_token_hex, parse_authorization, resolve_expiry,
 };
 
-use crate::store::{SessionRow, Store, StoreError};
+use crate::store::{Reader, SessionRow, Store, StoreError};
 
 /// A live session, as resolved for one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,6 +16,18 @@ pub struct SessionBinding {
     pub created_at: i64,
     /// The transition registry's head, read in the same statement as the session.
     pub registry_head: Option<HashRef>,
+}
+
+impl SessionBinding {
+    /// Whose calls this session reads: every episode's while it holds a live `Log.Read` at
+    /// `world` (checked on each request, never debited), else its own episode's.
+    pub fn reader(&self, now: i64) -> Reader {
+        if world_model::reads_every_episode(&self.grants, now) {
+            Reader::Everything
+        } else {
+            Reader::Episode(self.episode.as_str().to_owned())
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

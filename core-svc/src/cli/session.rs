@@ -27,8 +27,9 @@ pub enum SessionCommand {
         #[arg(long = "grant", value_name = "EFFECT=SCOPE:BUDGET", required_unless_present = "preset")]
         grants: Vec<String>,
         /// Grants by name: `se-tools` grants every coding-tool effect (Workspace.Read,
-        /// Workspace.Write, Ailang.Check, Ailang.Run, Ailang.Discover, Ailang.CLI) at scope worktree.
-        #[arg(long, value_parser = ["se-tools"])]
+        /// Workspace.Write, Ailang.Check, Ailang.Run, Ailang.Discover, Ailang.CLI) at scope
+        /// worktree; `operator` grants Log.Read at scope world: reading every episode's calls.
+        #[arg(long, value_parser = ["se-tools", "operator"])]
         preset: Option<String>,
         /// Each preset grant's budget, in calls.
         #[arg(long, default_value_t = world_model::PRESET_BUDGET, requires = "preset")]

@@ -82,7 +82,7 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
             };
             let record = EffectRecord::denied(requirement, budget_before, denial, request.hash);
             let record = record_object(&record).map_err(|e| not_run("denial record", &e))?;
-            tokio::time::timeout(call.write_budget, call.store.put_objects(&[&record]))
+            tokio::time::timeout(call.write_budget, call.store.put_objects(call.episode, &[&record]))
                 .await
                 .map_err(|_| not_run("denial record", &"the write budget ended"))?
                 .map_err(|e| not_run("denial record", &e))?;

@@ -97,6 +97,11 @@ struct Accepted {
 }
 
 impl Accepted {
+    /// The episode its entry and objects are written for.
+    fn episode(&self) -> &str {
+        self.commit.episode.as_ref().map_or(super::reads::NO_EPISODE, |episode| episode.as_str())
+    }
+
     fn committed(&self) -> Committed {
         Committed { selected_head: self.commit.next_world.reference, replayed: self.replayed }
     }
@@ -459,10 +464,10 @@ fn batch_writes(commits: &[&Accepted], intents: &[&StagedIntent]) -> Script {
     let mut script = Script::new();
     write_intents(&mut script, intents);
     let Some(last) = commits.last() else { return script };
-    let entries: Vec<_> = commits.iter().map(|accepted| &accepted.commit.entry).collect();
+    let entries: Vec<_> = commits.iter().map(|accepted| (&accepted.commit.entry, accepted.episode())).collect();
     let insert = "INSERT INTO log_entries (entry_index, entry_hash, semantics_epoch, transition_fn, interpreter, \
-                  prev_entry_hash, written_by, transition_ref)";
-    script.insert_rows(insert, 8, "", &entries, |script, entry| {
+                  prev_entry_hash, written_by, transition_ref, episode)";
+    script.insert_rows(insert, 9, "", &entries, |script, (entry, episode)| {
         script
             .bind(entry.entry_index)
             .bind(entry.entry_hash.to_string())
@@ -471,7 +476,8 @@ fn batch_writes(commits: &[&Accepted], intents: &[&StagedIntent]) -> Script {
             .bind(entry.interpreter.to_string())
             .bind(entry.prev_entry_hash.to_string())
             .bind(entry.written_by.as_str())
-            .bind(entry.transition_ref.to_string());
+            .bind(entry.transition_ref.to_string())
+            .bind(*episode);
     });
 
     let mut objects = Vec::new();
@@ -480,7 +486,7 @@ fn batch_writes(commits: &[&Accepted], intents: &[&StagedIntent]) -> Script {
         let outcomes = accepted.commit.effect_outcomes.iter().map(|(_, object)| object);
         for object in accepted.commit.objects.iter().chain(journal).chain(outcomes) {
             // Verified when the commit was validated; journal objects are hashed as they are made.
-            objects.push((object, object.payload.as_deref().unwrap_or_default()));
+            objects.push((object, object.payload.as_deref().unwrap_or_default(), accepted.episode()));
         }
     }
     insert_objects(&mut script, &objects);

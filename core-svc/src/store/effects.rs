@@ -85,6 +85,9 @@ impl Store {
         for (i, object) in objects.iter().copied().chain([outcome]).enumerate() {
             object.verify(&format!("objects[{i}]"))?;
         }
+        let (episode, _) = world_model::effect::parse_invocation_id(effect_id)
+            .map_err(|e| StoreError::invalid("invocationId", e.to_string()))?;
+        let episode = episode.to_owned();
         let (store, effect_id) = (self.clone(), effect_id.to_owned());
         let objects: Vec<StoredObject> = objects.iter().map(|o| (*o).clone()).collect();
         let outcome = outcome.clone();
@@ -97,8 +100,11 @@ impl Store {
             if kinds.iter().any(|k| k == "outcome") {
                 return Err(StoreError::DuplicateInvocation { invocation_id: effect_id, kind: "outcome" });
             }
-            let verified: Vec<(&StoredObject, &[u8])> =
-                objects.iter().chain([&outcome]).map(|o| (o, o.payload.as_deref().unwrap_or_default())).collect();
+            let verified: Vec<(&StoredObject, &[u8], &str)> = objects
+                .iter()
+                .chain([&outcome])
+                .map(|o| (o, o.payload.as_deref().unwrap_or_default(), episode.as_str()))
+                .collect();
             let mut script = Script::new();
             insert_objects(&mut script, &verified);
             journal::append_rows(&mut script, &[(effect_id.as_str(), "outcome", &outcome)]);
@@ -120,11 +126,11 @@ impl Store {
         }
     }
 
-    /// Stores objects outside any commit (a denial's record), each verified first.
-    pub async fn put_objects(&self, objects: &[&StoredObject]) -> Result<(), StoreError> {
+    /// Stores objects of `episode` outside any commit (a denial's record), each verified first.
+    pub async fn put_objects(&self, episode: &str, objects: &[&StoredObject]) -> Result<(), StoreError> {
         let mut verified = Vec::with_capacity(objects.len());
         for (i, object) in objects.iter().copied().enumerate() {
-            verified.push((object, object.verify(&format!("objects[{i}]"))?));
+            verified.push((object, object.verify(&format!("objects[{i}]"))?, episode));
         }
         let mut script = Script::new();
         insert_objects(&mut script, &verified);
@@ -206,10 +212,10 @@ pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent]) {
     if staged.is_empty() {
         return;
     }
-    let objects: Vec<(&StoredObject, &[u8])> = staged
+    let objects: Vec<(&StoredObject, &[u8], &str)> = staged
         .iter()
-        .flat_map(|s| [&s.request, &s.intent])
-        .map(|object| (object, object.payload.as_deref().unwrap_or_default()))
+        .flat_map(|s| [(&s.request, s.episode.as_str()), (&s.intent, s.episode.as_str())])
+        .map(|(object, episode)| (object, object.payload.as_deref().unwrap_or_default(), episode))
         .collect();
     insert_objects(script, &objects);
     let ids: Vec<String> = staged.iter().map(|s| format!("{EFFECT_NAMESPACE}{}:{}", s.episode, s.ordinal)).collect();

@@ -39,8 +39,8 @@ pub use effect_plan::{
 };
 pub use failure::{Failure, FailureCode};
 pub use grant::{
-    AccessTriple, Decision, Denial, Grant, GrantParseError, PRESET_BUDGET, SE_TOOLS_EFFECTS, Selection, decide,
-    grants_allow, preset_grants, select_grant,
+    AccessTriple, Decision, Denial, Grant, GrantParseError, LOG_READ, PRESET_BUDGET, SE_TOOLS_EFFECTS, Selection,
+    decide, grants_allow, preset_grants, reads_every_episode, select_grant,
 };
 pub use hashref::{HashRef, HashRefError, semantic_interface_hash};
 pub use ids::{Episode, IdError, Surface, TaskId, TransitionId, invocation_id};
