@@ -93,6 +93,10 @@ async function openSession() {
 function renderSession(session) {
   $("episode").textContent = session.episode;
   $("expires").textContent = utc(session.expiresAt);
+  // The core decides what the log shows; this says which rule it applied.
+  $("reads").textContent = session.readsEveryEpisode
+    ? "every episode's calls (Log.Read at world)"
+    : "episode " + session.episode + "'s calls and what belongs to no episode";
   const body = $("grants").tBodies[0];
   body.replaceChildren(
     ...session.grants.map((g) =>

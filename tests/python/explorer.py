@@ -1,9 +1,10 @@
 """Drives the world explorer (/ui/) in headless Chromium through Playwright, for
 tests/tests/explorer.rs: denials, the session and its budgets, three calls appearing without a
 reload, an effectful call's provenance verified in the browser, an altered object marked as not
-matching, the episode filter and the search box. Saves a screenshot of each view.
+matching, the episode filter and the search box, another episode's calls hidden from a session
+and shown to one holding Log.Read. Saves a screenshot of each view.
 
-Usage: explorer.py URL CREDENTIAL OTHER_CREDENTIAL STORE SHOTS_DIR CHROMIUM
+Usage: explorer.py URL CREDENTIAL OTHER_CREDENTIAL OPERATOR_CREDENTIAL STORE SHOTS_DIR CHROMIUM
 """
 
 import json
@@ -14,7 +15,7 @@ import urllib.request
 
 from playwright.sync_api import expect, sync_playwright
 
-URL, CREDENTIAL, OTHER, STORE, SHOTS, CHROMIUM = sys.argv[1:7]
+URL, CREDENTIAL, OTHER, OPERATOR, STORE, SHOTS, CHROMIUM = sys.argv[1:8]
 TIMEOUT_MS = 15_000
 
 
@@ -147,21 +148,24 @@ def main():
         expect(summary).to_have_text(f"1 of {marks.count()} objects do not verify.")
         shot(page, "4-altered")
 
-        # The episode filter shows one episode's entries only.
+        # Another episode's calls are not this session's to read: filtering for it shows what an
+        # episode nobody has shows, nothing.
+        expect(page.locator("#reads")).to_have_text("episode ep1's calls and what belongs to no episode")
         a2a_send(OTHER, "explorer-other", "tools.echo", {"from": "ep2"})
         other_index = newest_index(OTHER)
-        expect(row(page, other_index)).to_be_visible()
         page.fill("#filter-episode", "ep2")
         page.click("#filters button[type=submit]")
-        expect(page.locator("tr.call")).to_have_count(1)
-        expect(row(page, other_index)).to_contain_text("ep2")
-        shot(page, "5-filtered")
+        expect(page.locator("#no-calls")).to_be_visible()
+        expect(page.locator("tr.call")).to_have_count(0)
         page.fill("#filter-episode", "ep1")
         page.click("#filters button[type=submit]")
         expect(row(page, start + 3)).to_be_visible()
         assert all(cells[4] == "ep1" for cells in page.eval_on_selector_all(
             "tr.call", "rows => rows.map(r => Array.from(r.cells, c => c.textContent))"))
+        shot(page, "5-filtered")
         page.click("#clear-filters")
+        expect(row(page, start + 3)).to_be_visible()
+        expect(row(page, other_index)).to_have_count(0)
 
         # The search box: a task id, then an effect record's ref.
         page.fill("#find", "explorer-pure")
@@ -191,6 +195,20 @@ def main():
         page.click("#forget")
         assert page.evaluate("sessionStorage.getItem('world.session')") is None
         expect(page.locator("#main")).to_be_hidden()
+
+        # A session holding Log.Read at world reads every episode: ep2's call, and ep1's chain.
+        page.fill("#credential", OPERATOR)
+        page.click("#login button[type=submit]")
+        expect(page.locator("#reads")).to_have_text("every episode's calls (Log.Read at world)")
+        expect(row(page, other_index)).to_contain_text("ep2")
+        page.fill("#filter-episode", "ep2")
+        page.click("#filters button[type=submit]")
+        expect(page.locator("tr.call")).to_have_count(1)
+        page.click("#clear-filters")
+        row(page, start + 2).click()
+        expect(page.locator('#chain li[data-role="effect 0 record"] .mark.ok')).to_be_visible()
+        shot(page, "7-every-episode")
+        page.click("#forget")
         browser.close()
     assert not problems, problems
     print("explorer: every view checked;", len(os.listdir(SHOTS)), "screenshots in", SHOTS)

@@ -326,6 +326,7 @@ impl StoreApi for StoreService {
                 })
                 .collect();
             Ok(pb::SessionView {
+                reads_every_episode: session.reader(crate::session::now_unix()) == Reader::Everything,
                 episode: session.episode.as_str().to_owned(),
                 expires_at: session.expires_at,
                 created_at: session.created_at,
