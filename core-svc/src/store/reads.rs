@@ -22,6 +22,8 @@ use super::{Columns, LogEntry, Store, StoreError, StoredObject, clamp_page};
 /// The episode of entries and objects that belong to none; no episode is empty.
 pub(super) const NO_EPISODE: &str = "";
 
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+
 /// Who a read is for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reader {
@@ -84,7 +86,7 @@ impl Store {
 
 impl Reads<'_> {
     /// Binds the reader's episode, when it has one, as the next value of `query`.
-    fn bind_episode<'q>(&self, query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>) -> AnyQuery<'q> {
+    fn bind_episode<'q>(&self, query: AnyQuery<'q>) -> AnyQuery<'q> {
         match self.reader.episode() {
             Some(episode) => query.bind(episode.to_owned()),
             None => query,
@@ -241,8 +243,6 @@ impl Reads<'_> {
         rows.iter().map(entry_from_row).collect()
     }
 }
-
-type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
 
 /// Adds the episode rows of written objects to `script`: `(object, episode)` pairs, each
 /// written once however often it repeats.
