@@ -284,35 +284,7 @@ const EPISODE_KINDS: [&str; 11] = [
 /// its journal id; everything else of no episode. Entries of commits that named no episode
 /// (genesis, REST commits) belong to none, as they did when they were written.
 pub(super) async fn backfill(conn: &mut AnyConnection) -> Result<(), StoreError> {
-    // Entries: the episode an invocation record names.
-    let rows = sqlx::query(
-        "SELECT e.entry_index, o.payload FROM log_entries e JOIN objects o ON o.hash = e.transition_ref \
-         WHERE o.semantic_id IN ('world/invocation-record/v1', 'world/invocation-record/v2')",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut by_episode: HashMap<String, Vec<i64>> = HashMap::new();
-    for row in &rows {
-        if let Some(episode) = json_episode(&row.blob("payload")?, "episodeId") {
-            by_episode.entry(episode).or_default().push(row.int("entry_index")?);
-        }
-    }
-    drop(rows);
-    let mut script = Script::new();
-    for (episode, indexes) in &by_episode {
-        for chunk in indexes.chunks(KEYS_PER_READ) {
-            script.statement(&format!(
-                "UPDATE log_entries SET episode = $1 WHERE entry_index IN {}",
-                in_list(2, chunk.len())
-            ));
-            script.bind(episode.as_str());
-            for index in chunk {
-                script.bind(*index);
-            }
-        }
-    }
-    script.run(&mut *conn).await?;
-
+    backfill_entries(conn).await?;
     // Committed objects belong to their entries' episodes.
     sqlx::query(
         "INSERT INTO object_episodes (object_ref, episode) SELECT DISTINCT c.object_ref, e.episode \
@@ -320,49 +292,7 @@ pub(super) async fn backfill(conn: &mut AnyConnection) -> Result<(), StoreError>
     )
     .execute(&mut *conn)
     .await?;
-
-    // Journaled objects belong to the episode their journal id names, and so do the effect
-    // objects an intent or outcome names (an uncommitted call's request, result and record).
-    let rows = sqlx::query(
-        "SELECT j.invocation_id, j.object_ref, o.payload FROM journal j JOIN objects o ON o.hash = j.object_ref",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut pairs: BTreeSet<(HashRef, String)> = BTreeSet::new();
-    let mut records = Vec::new();
-    for row in &rows {
-        let id = row.text("invocation_id")?;
-        let Some(episode) = journal_episode(&id) else { continue };
-        pairs.insert((column_ref(row, "object_ref")?, episode.clone()));
-        let payload = row.blob("payload")?;
-        for key in ["requestRef", "recordRef"] {
-            if let Some(named) = json_ref(&payload, key) {
-                if key == "recordRef" {
-                    records.push((named, episode.clone()));
-                }
-                pairs.insert((named, episode.clone()));
-            }
-        }
-    }
-    drop(rows);
-    for (record, episode) in records {
-        let row = sqlx::query("SELECT payload FROM objects WHERE hash = $1")
-            .bind(record.to_string())
-            .fetch_optional(&mut *conn)
-            .await?;
-        let Some(row) = row else { continue };
-        let payload = row.blob("payload")?;
-        for key in ["requestRef", "resultRef"] {
-            if let Some(named) = json_ref(&payload, key) {
-                pairs.insert((named, episode.clone()));
-            }
-        }
-    }
-    let pairs: Vec<(HashRef, &str)> = pairs.iter().map(|(hash, episode)| (*hash, episode.as_str())).collect();
-    let mut script = Script::new();
-    insert_object_episodes(&mut script, &pairs);
-    script.run(&mut *conn).await?;
-
+    backfill_journal(conn).await?;
     // The rest belongs to no episode, unless it is of a kind only episodes write.
     let kinds = EPISODE_KINDS.iter().map(|kind| format!("'{kind}'")).collect::<Vec<_>>().join(", ");
     let sql = format!(
@@ -372,6 +302,93 @@ pub(super) async fn backfill(conn: &mut AnyConnection) -> Result<(), StoreError>
     );
     sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *conn).await?;
     Ok(())
+}
+
+/// Rows the backfill reads at a time, so a large store's payloads never sit in memory at once.
+const BACKFILL_BATCH: i64 = 1_000;
+
+/// Each invocation entry gets the episode its record names.
+async fn backfill_entries(conn: &mut AnyConnection) -> Result<(), StoreError> {
+    let mut after = -1;
+    loop {
+        let rows = sqlx::query(
+            "SELECT e.entry_index, o.payload FROM log_entries e JOIN objects o ON o.hash = e.transition_ref \
+             WHERE e.entry_index > $1 AND o.semantic_id IN ('world/invocation-record/v1', 'world/invocation-record/v2') \
+             ORDER BY e.entry_index LIMIT $2",
+        )
+        .bind(after)
+        .bind(BACKFILL_BATCH)
+        .fetch_all(&mut *conn)
+        .await?;
+        let Some(last) = rows.last() else { return Ok(()) };
+        after = last.int("entry_index")?;
+        let mut by_episode: HashMap<String, Vec<i64>> = HashMap::new();
+        for row in &rows {
+            if let Some(episode) = json_episode(&row.blob("payload")?, "episodeId") {
+                by_episode.entry(episode).or_default().push(row.int("entry_index")?);
+            }
+        }
+        let mut script = Script::new();
+        for (episode, indexes) in &by_episode {
+            script.statement(&format!(
+                "UPDATE log_entries SET episode = $1 WHERE entry_index IN {}",
+                in_list(2, indexes.len())
+            ));
+            script.bind(episode.as_str());
+            for index in indexes {
+                script.bind(*index);
+            }
+        }
+        script.run(&mut *conn).await?;
+    }
+}
+
+/// Journaled objects belong to the episode their journal id names, and so do the effect
+/// objects an intent or outcome names (an uncommitted call's request, result and record).
+async fn backfill_journal(conn: &mut AnyConnection) -> Result<(), StoreError> {
+    let mut after = 0;
+    loop {
+        let rows = sqlx::query(
+            "SELECT j.seq, j.invocation_id, j.object_ref, o.payload FROM journal j \
+             JOIN objects o ON o.hash = j.object_ref WHERE j.seq > $1 ORDER BY j.seq LIMIT $2",
+        )
+        .bind(after)
+        .bind(BACKFILL_BATCH)
+        .fetch_all(&mut *conn)
+        .await?;
+        let Some(last) = rows.last() else { return Ok(()) };
+        after = last.int("seq")?;
+        let mut pairs: BTreeSet<(HashRef, String)> = BTreeSet::new();
+        let mut records = Vec::new();
+        for row in &rows {
+            let Some(episode) = journal_episode(&row.text("invocation_id")?) else { continue };
+            pairs.insert((column_ref(row, "object_ref")?, episode.clone()));
+            let payload = row.blob("payload")?;
+            if let Some(request) = json_ref(&payload, "requestRef") {
+                pairs.insert((request, episode.clone()));
+            }
+            if let Some(record) = json_ref(&payload, "recordRef") {
+                pairs.insert((record, episode.clone()));
+                records.push((record, episode));
+            }
+        }
+        for (record, episode) in records {
+            let row = sqlx::query("SELECT payload FROM objects WHERE hash = $1")
+                .bind(record.to_string())
+                .fetch_optional(&mut *conn)
+                .await?;
+            let Some(payload) = row.map(|row| row.blob("payload")).transpose()? else { continue };
+            for key in ["requestRef", "resultRef"] {
+                if let Some(named) = json_ref(&payload, key) {
+                    pairs.insert((named, episode.clone()));
+                }
+            }
+        }
+        let pairs: Vec<(HashRef, &str)> = pairs.iter().map(|(hash, episode)| (*hash, episode.as_str())).collect();
+        let mut script = Script::new();
+        insert_object_episodes(&mut script, &pairs);
+        script.run(&mut *conn).await?;
+    }
 }
 
 /// `($n, $n+1, …)` for `count` values.
