@@ -26,10 +26,12 @@ class ApiError extends Error {
   }
 }
 
-// One `/v1` read with the session, relative to the page so a path prefix on a proxy works.
+// One `/v1` read with the session, relative to the page so a path prefix on a proxy works. No
+// credential sends no header, so the edge answers with the seed's absent-credential denial.
 async function api(path) {
+  const headers = state.credential ? { Authorization: "Bearer " + headerSafe(state.credential) } : {};
   const response = await fetch(new URL("../v1/" + path, window.location.href), {
-    headers: { Authorization: "Bearer " + state.credential },
+    headers,
     cache: "no-store",
     credentials: "omit",
   });
@@ -66,6 +68,21 @@ function surface(writtenBy) {
 
 // ----- session ------------------------------------------------------------------------------
 
+// A pasted credential without the whitespace and the one pair of quotes that copying from a
+// shell, a JSON file or a chat tends to bring along. Whatever else it holds goes to the edge,
+// which alone judges its shape.
+function pasted(text) {
+  let value = text.trim();
+  const quoted = /^(["'`])(.*)\1$/s.exec(value);
+  if (quoted) value = quoted[2].trim();
+  return value;
+}
+
+// A header carries visible ASCII and spaces only: fetch refuses anything else before sending.
+// Such a character cannot be part of a credential, so it is replaced by one that cannot either
+// and the edge answers the value as malformed.
+const headerSafe = (value) => value.replace(/[^\x20-\x7e]/g, "?");
+
 function showDenied(message) {
   $("denied").textContent = message;
   $("denied").hidden = false;
@@ -81,6 +98,8 @@ async function openSession() {
     showDenied(error.message);
     return;
   }
+  // Kept for the tab only once the edge has accepted it.
+  sessionStorage.setItem(KEY, state.credential);
   $("login").hidden = true;
   $("signed-in").hidden = false;
   $("who").textContent = "episode " + session.episode;
@@ -337,10 +356,7 @@ async function showEntry(call) {
 
 $("login").addEventListener("submit", (event) => {
   event.preventDefault();
-  const value = $("credential").value.trim();
-  if (!value) return;
-  state.credential = value;
-  sessionStorage.setItem(KEY, value);
+  state.credential = pasted($("credential").value);
   openSession();
 });
 
