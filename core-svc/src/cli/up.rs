@@ -274,10 +274,8 @@ impl Demo<'_> {
                 Ok(binding) if binding.grants.iter().any(|g| g.effect == world_model::SE_TOOLS_EFFECTS[0]) => {
                     return self.reuse(binding, done).await;
                 }
-                _ => {
-                    step("the session in it is expired, unknown or lacks the coding tools' grants", &file);
-                    std::fs::remove_file(&self.session_file).map_err(Failed::fatal)?;
-                }
+                // Left in place until a new one is written over it.
+                _ => step("the session in it is expired, unknown or lacks the coding tools' grants", &file),
             }
         }
         let episode = self.fresh_episode().await?;
@@ -311,12 +309,14 @@ impl Demo<'_> {
         let episode = binding.episode;
         let file = self.session_file.display().to_string();
         step("reusing the session", &format!("{file} (episode {episode})"));
+        self.worktree(&episode, done)?;
         let left = self.grants_left(&episode, &binding.grants).await?;
         let shown: Vec<String> = left.iter().map(|g| format!("{} {} of {}", g.effect, g.left, g.budget)).collect();
         step(&format!("budgets left in episode {episode}"), &shown.join(", "));
+        let spent_out = |g: &&GrantLeft| g.left == 0 && g.budget > 0;
         let spent: Vec<String> = left
             .iter()
-            .filter(|g| g.left == 0)
+            .filter(spent_out)
             .map(|g| format!("{} (spent {} of {})", g.effect, g.spent, g.budget))
             .collect();
         if spent.is_empty() {
@@ -348,7 +348,7 @@ impl Demo<'_> {
                      session, which is served as it is: its calls of {} are denied. To go on, run world-core up again \
                      and answer y, or mint one yourself: world-core session mint --store {} --episode {next} --preset \
                      se-tools --out NEW-FILE",
-                    left.iter().filter(|g| g.left == 0).map(|g| g.effect.as_str()).collect::<Vec<_>>().join(", "),
+                    left.iter().filter(spent_out).map(|g| g.effect.as_str()).collect::<Vec<_>>().join(", "),
                     shell_word(&self.store_path.display().to_string()),
                 );
                 Ok(episode)
