@@ -535,3 +535,36 @@ fn print_connection(edge_url: &str, session_file: &Path, episode: &Episode, work
     println!("  3. check it:        ailang-check {{\"path\": \"{SAMPLE_NAME}\"}}");
     println!("Ctrl-C stops the core and the edge.");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_one_shell_word() {
+        let table = [
+            ("/home/me/.world/session", "/home/me/.world/session"),
+            ("/tmp/my dir/session", "'/tmp/my dir/session'"),
+            ("/tmp/it's/session", r"'/tmp/it'\''s/session'"),
+            ("/tmp/$HOME/`x`", "'/tmp/$HOME/`x`'"),
+            ("", "''"),
+        ];
+        for (path, want) in table {
+            assert_eq!(shell_word(path), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn the_printed_mcp_json_is_the_configuration_with_the_url_in_place() {
+        let url = serde_json::Value::from("http://127.0.0.1:7644/mcp/").to_string();
+        let config: serde_json::Value = serde_json::from_str(&MCP_JSON.replace("\"URL\"", &url)).unwrap();
+        assert_eq!(
+            config,
+            serde_json::json!({"mcpServers": {"world": {
+                "type": "http",
+                "url": "http://127.0.0.1:7644/mcp/",
+                "headers": {"Authorization": "Bearer ${WORLD_SESSION}"},
+            }}})
+        );
+    }
+}

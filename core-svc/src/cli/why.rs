@@ -582,8 +582,15 @@ impl EffectStory {
             ("denied", Some(label)) => format!("denied: {} ({label})", denial_words(label)),
             (word, _) => word.to_owned(),
         };
-        if let Some(reason) = &self.reason {
-            let _ = write!(status, ": {}", shorten(reason));
+        match (&self.reason, self.status) {
+            // A record from before refusals were recorded `failed`.
+            (Some(reason), "ok") => {
+                let _ = write!(status, ", but the handler refused: {}", shorten(reason));
+            }
+            (Some(reason), _) => {
+                let _ = write!(status, ": {}", shorten(reason));
+            }
+            (None, _) => {}
         }
         let mut facts = Vec::new();
         if let Some(bytes) = self.bytes {
@@ -764,4 +771,130 @@ fn section(out: &mut String, label: &str, lines: &[String], refs: &[&Seen]) {
 fn beside(seen: &Seen) -> String {
     let role = seen.role.strip_prefix("effect ").map_or(seen.role.as_str(), |_| "record");
     format!("{role:<8} {}  {}", seen.reference, seen.mark.shown())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_effect_action_names_its_op_its_path_and_its_other_arguments_but_never_file_content() {
+        let table = [
+            ("Workspace.Read", json!({"op": "read", "path": "a.ail"}), "read a.ail"),
+            ("Workspace.Write", json!({"op": "write", "path": "a.ail", "content": "secret"}), "write a.ail"),
+            ("Workspace.Write", json!({"op": "edit", "path": "a.ail", "old_text": "x", "new_text": "y"}), "edit a.ail"),
+            ("Ailang.Check", json!({"op": "check", "path": "a.ail"}), "check a.ail"),
+            ("Ailang.Run", json!({"path": "a.ail", "args_json": "{\"n\":2}"}), "run a.ail with args {\"n\":2}"),
+            ("Ailang.Run", json!({"path": "a.ail", "args_json": {"n": 2}}), "run a.ail with args {\"n\":2}"),
+            ("Ailang.Discover", json!({"op": "examples_search", "query": "json"}), "examples_search query \"json\""),
+            ("Other.Effect", json!({}), "call"),
+        ];
+        for (effect, payload, want) in table {
+            assert_eq!(action(effect, Some(&payload)), want, "{effect} {payload}");
+        }
+        assert_eq!(action("Workspace.Read", None), "(the plan is not readable)");
+    }
+
+    #[test]
+    fn shown_values_stay_on_one_line_and_say_how_much_was_cut() {
+        assert_eq!(shorten("a\nb"), "a\\nb");
+        let long = "x".repeat(SHOWN_CHARS + 5);
+        assert_eq!(shorten(&long), format!("{}… ({} bytes in all)", "x".repeat(SHOWN_CHARS), long.len()));
+        let wide = "é".repeat(SHOWN_CHARS + 1);
+        assert!(shorten(&wide).starts_with(&"é".repeat(SHOWN_CHARS)), "cut on a character boundary");
+    }
+
+    fn seen(role: &str, json: Value) -> Seen {
+        Seen {
+            depth: 1,
+            role: role.to_owned(),
+            reference: HashRef::of(json.to_string().as_bytes()),
+            semantic_id: String::new(),
+            mark: Mark::Ok,
+            json: Some(json),
+        }
+    }
+
+    fn record(allowed: bool, failed: bool, denial: &str, before: i64, after: i64) -> Value {
+        json!({"effect": "Ailang.Run", "scope": "worktree", "cost": 1, "budgetBefore": before, "budgetAfter": after,
+               "allowed": allowed, "failed": failed, "denial": denial})
+    }
+
+    #[test]
+    fn an_effect_is_told_with_its_status_reason_bytes_sha256_and_budget_when_its_objects_hold_them() {
+        let planned = json!({"id": "e1", "payload": {"path": "main.ail", "args_json": "\"x\""}});
+        let sha = format!("sha256:{}", "ab".repeat(32));
+        let table = [
+            (
+                record(true, false, "", 3, 2),
+                Some(json!({"ok": true, "exit_code": 0, "sha256": sha})),
+                vec![
+                    "Ailang.Run at worktree: run main.ail with args \"x\"".to_owned(),
+                    format!("ok — {sha}, exit code 0"),
+                    "cost 1, budget 3 → 2".to_owned(),
+                ],
+            ),
+            // A refusal recorded failed, its reason in its result.
+            (
+                record(true, true, "", 3, 2),
+                Some(json!({"ok": false, "refused": "path \"main.ail\" refused: no such file", "sha256": sha})),
+                vec![
+                    "Ailang.Run at worktree: run main.ail with args \"x\"".to_owned(),
+                    format!("failed: path \"main.ail\" refused: no such file — {sha}"),
+                    "cost 1, budget 3 → 2".to_owned(),
+                ],
+            ),
+            // A refusal recorded ok, as records were before refusals were recorded failed.
+            (
+                record(true, false, "", 3, 2),
+                Some(json!({"ok": false, "refused": "no such file"})),
+                vec![
+                    "Ailang.Run at worktree: run main.ail with args \"x\"".to_owned(),
+                    "ok, but the handler refused: no such file".to_owned(),
+                    "cost 1, budget 3 → 2".to_owned(),
+                ],
+            ),
+            // A failure with no result says only that it failed.
+            (
+                record(true, true, "", 3, 2),
+                None,
+                vec![
+                    "Ailang.Run at worktree: run main.ail with args \"x\"".to_owned(),
+                    "failed".to_owned(),
+                    "cost 1, budget 3 → 2".to_owned(),
+                ],
+            ),
+            (
+                record(false, false, "denied:effect-name", 0, 0),
+                None,
+                vec![
+                    "Ailang.Run at worktree: run main.ail with args \"x\"".to_owned(),
+                    "denied: the session holds no grant for this effect (denied:effect-name)".to_owned(),
+                    "cost 1, budget 0 → 0".to_owned(),
+                ],
+            ),
+        ];
+        for (record, result, want) in table {
+            let effect = EffectSeen {
+                record: seen("effect 0", record),
+                request: None,
+                result: result.map(|r| seen("result", r)),
+            };
+            let story = EffectStory::of(&effect, Some(&planned));
+            assert_eq!(story.lines(), want);
+            assert_eq!(story.json()["path"], "main.ail");
+        }
+    }
+
+    #[test]
+    fn every_denial_label_has_words() {
+        for denial in [
+            world_model::Denial::EffectName,
+            world_model::Denial::Scope,
+            world_model::Denial::Expired,
+            world_model::Denial::Budget,
+        ] {
+            assert_ne!(denial_words(denial.label()), denial_words("denied:unheard-of"), "{denial}");
+        }
+    }
 }
