@@ -278,7 +278,9 @@ function objectItem(role, result, extra) {
   return item;
 }
 
-function effectFacts(record) {
+// An effect record's facts, with the handler's reason and the file's sha256 when its result
+// carries them.
+function effectFacts(record, result) {
   if (!record) return null;
   const status = record.allowed ? (record.failed ? "failed" : "ok") : "denied";
   const facts = [
@@ -287,6 +289,10 @@ function effectFacts(record) {
     ["cost", String(record.cost)],
     ["budget", record.budgetBefore + " → " + record.budgetAfter],
   ];
+  const text = (value) => (typeof value === "string" && value !== "" ? value : null);
+  const reason = result && (text(result.reason) || text(result.refused) || text(result.error));
+  if (reason) facts.push(["reason", reason]);
+  if (result && text(result.sha256)) facts.push(["file sha256", result.sha256]);
   const dl = el("dl", { class: "facts effect" });
   for (const [name, value] of facts) dl.append(el("dt", { text: name }), el("dd", { text: value }));
   return dl;
@@ -331,11 +337,17 @@ async function showEntry(call) {
   for (const [i, ref] of effects.entries()) {
     const effect = await verified(ref);
     const json = effect.bytes ? decoded(effect.bytes).json : null;
-    const item = objectItem("effect " + i + " record", effect, effectFacts(json));
-    const nested = el("ol", { class: "nested" });
+    const linked = [];
     for (const [role, key] of [["request", "requestRef"], ["result", "resultRef"]]) {
-      if (json && json[key]) nested.append(objectItem(role, await verified(json[key])));
+      // A denial stores its record only: the request it names was never written.
+      if (role === "request" && json && json.allowed === false) continue;
+      if (json && json[key]) linked.push([role, await verified(json[key])]);
     }
+    const result = linked.find(([role]) => role === "result");
+    const resultJson = result && result[1].bytes ? decoded(result[1].bytes).json : null;
+    const item = objectItem("effect " + i + " record", effect, effectFacts(json, resultJson));
+    const nested = el("ol", { class: "nested" });
+    for (const [role, seen] of linked) nested.append(objectItem(role, seen));
     if (nested.childElementCount) item.append(nested);
     items.push(item);
   }

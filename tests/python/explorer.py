@@ -201,6 +201,16 @@ def main():
         }""")
         assert all(agree), agree
 
+        # A read the handler refused shows the handler's reason beside the record.
+        mcp_call(CREDENTIAL, "fx_dread", {"path": "missing.txt"})
+        page.click("#newest")
+        refused_read = newest_index(CREDENTIAL)
+        row(page, refused_read).click()
+        expect(page.locator("#entry-title")).to_contain_text(f"Entry {refused_read}")
+        facts = page.locator("#chain .facts.effect").first
+        expect(facts).to_contain_text("reason")
+        expect(facts).to_contain_text("missing.txt")
+
         # Forgetting the session clears the tab's storage.
         page.click("#forget")
         assert page.evaluate("sessionStorage.getItem('world.session')") is None
