@@ -103,6 +103,7 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
         .map_err(|e| not_run("effect intent", &e))?;
     let effect_id = effect::invocation_id(call.episode, ordinal as u64);
     crate::fault::point("after-intent");
+    crate::fault::hold("after-intent").await;
     // The intent is the durable debit; this is its in-memory counterpart for the rest of
     // the call.
     if let Some(grant) = ledger.get_mut(grant_index) {

@@ -66,6 +66,7 @@ impl Store {
         let intent = NewIntent {
             episode: episode.to_owned(),
             call_id: call_id.to_owned(),
+            core: self.owner().to_owned(),
             requirement: requirement.clone(),
             request: request.clone(),
             build: Box::new(intent),
@@ -141,6 +142,22 @@ impl Store {
             .is_some())
     }
 
+    /// The process (`<core>/<incarnation>`) that wrote the effect intent `effect_id`; empty
+    /// for intents written before stores recorded it, `None` for no such intent.
+    pub async fn effect_intent_writer(&self, effect_id: &str) -> Result<Option<String>, StoreError> {
+        let Some((episode, ordinal)) = effect_id.strip_prefix(EFFECT_NAMESPACE).and_then(|id| id.rsplit_once(':'))
+        else {
+            return Ok(None);
+        };
+        let Ok(ordinal) = ordinal.parse::<i64>() else { return Ok(None) };
+        let row = sqlx::query("SELECT core FROM effect_intents WHERE episode = $1 AND ordinal = $2")
+            .bind(episode)
+            .bind(ordinal)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|row| row.try_get("core")).transpose()?)
+    }
+
     /// Intents without an outcome, oldest first, after journal sequence `after`.
     pub async fn pending_intents(&self, after: i64, limit: i64) -> Result<Vec<PendingIntent>, StoreError> {
         let rows = sqlx::query(
@@ -162,6 +179,8 @@ impl Store {
 pub(super) struct NewIntent {
     episode: String,
     call_id: String,
+    /// The writing process, `<core>/<incarnation>`.
+    core: String,
     requirement: AccessTriple,
     request: StoredObject,
     build: Box<dyn FnOnce(i64) -> StoredObject + Send>,
@@ -173,6 +192,7 @@ pub(super) struct StagedIntent {
     pub(super) intent: StoredObject,
     episode: String,
     call_id: String,
+    core: String,
     requirement: AccessTriple,
     request: StoredObject,
 }
@@ -184,7 +204,7 @@ pub(super) async fn stage_intent(
     new: NewIntent,
     last_ordinals: &mut HashMap<String, i64>,
 ) -> Result<StagedIntent, StoreError> {
-    let NewIntent { episode, call_id, requirement, request, build } = new;
+    let NewIntent { episode, call_id, core, requirement, request, build } = new;
     let last = match last_ordinals.get(&episode) {
         Some(last) => *last,
         None => {
@@ -197,7 +217,7 @@ pub(super) async fn stage_intent(
     let intent = build(ordinal);
     intent.verify("intent")?;
     last_ordinals.insert(episode.clone(), ordinal);
-    Ok(StagedIntent { ordinal, intent, episode, call_id, requirement, request })
+    Ok(StagedIntent { ordinal, intent, episode, call_id, core, requirement, request })
 }
 
 /// The writes of staged intents: request and intent objects, journal rows, intent rows and
@@ -216,8 +236,8 @@ pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent]) {
     let rows: Vec<(&str, &str, &StoredObject)> =
         staged.iter().zip(&ids).map(|(s, id)| (id.as_str(), "intent", &s.intent)).collect();
     journal::append_rows(script, &rows);
-    let insert = "INSERT INTO effect_intents (episode, ordinal, call_id, effect, scope, cost)";
-    script.insert_rows(insert, 6, "", staged, |script, s| {
+    let insert = "INSERT INTO effect_intents (episode, ordinal, call_id, effect, scope, cost, core)";
+    script.insert_rows(insert, 7, "", staged, |script, s| {
         let requirement = &s.requirement;
         script
             .bind(s.episode.as_str())
@@ -225,7 +245,8 @@ pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent]) {
             .bind(s.call_id.as_str())
             .bind(requirement.effect.as_str())
             .bind(requirement.scope.as_str())
-            .bind(requirement.cost);
+            .bind(requirement.cost)
+            .bind(s.core.as_str());
     });
     // One row per key: an upsert may not touch a row twice in one statement.
     let mut spend: BTreeMap<(&str, &str, &str), i64> = BTreeMap::new();

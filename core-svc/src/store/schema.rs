@@ -32,10 +32,15 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0004_effect_spend.sql"),
         postgres: include_str!("../../migrations/postgres/0004_effect_spend.sql"),
     },
+    Migration {
+        version: 5,
+        sqlite: include_str!("../../migrations/sqlite/0005_core_liveness.sql"),
+        postgres: include_str!("../../migrations/postgres/0005_core_liveness.sql"),
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Brings the store to [`SCHEMA_VERSION`] inside the caller's write
 /// transaction (which already excludes concurrent migrators).
