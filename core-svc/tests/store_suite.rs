@@ -804,9 +804,9 @@ async fn a_version_3_store_gets_its_spend_from_its_intents(location: StoreLocati
          ALTER TABLE episode_leases DROP COLUMN core; ALTER TABLE effect_intents DROP COLUMN core; \
          UPDATE world_schema SET version = 3",
     )
-        .execute(&mut conn)
-        .await
-        .expect("make a version 3 store");
+    .execute(&mut conn)
+    .await
+    .expect("make a version 3 store");
 
     let store = Store::open(&location, OpenMode::MustExist).await.expect("open and migrate");
     let spend = |n: i64| vec![("Workspace.Read".to_owned(), "worktree".to_owned(), n)];

@@ -36,12 +36,11 @@ impl Store {
         expires_at: i64,
     ) -> Result<Claim, StoreError> {
         let mut tx = self.write_tx().await?;
-        let existing = sqlx::query(
-            "SELECT call_digest, state, owner, expires_at FROM invocation_claims WHERE invocation_id = $1",
-        )
-        .bind(invocation_id)
-        .fetch_optional(&mut *tx)
-        .await?;
+        let existing =
+            sqlx::query("SELECT call_digest, state, owner, expires_at FROM invocation_claims WHERE invocation_id = $1")
+                .bind(invocation_id)
+                .fetch_optional(&mut *tx)
+                .await?;
         let claim = match existing {
             None => {
                 sqlx::query(

@@ -149,7 +149,11 @@ async fn register(store: &Store, core: &str) -> Result<i64, StoreError> {
     .bind(core)
     .execute(&mut *tx)
     .await?;
-    let key: i64 = sqlx::query("SELECT lock_key FROM cores WHERE core = $1").bind(core).fetch_one(&mut *tx).await?.try_get("lock_key")?;
+    let key: i64 = sqlx::query("SELECT lock_key FROM cores WHERE core = $1")
+        .bind(core)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("lock_key")?;
     tx.commit().await?;
     Ok(key)
 }
