@@ -356,6 +356,17 @@ async fn a_killed_cores_task_ids_resolve_on_the_other_and_its_recovery_names_onl
         other => panic!("w5 on core A at 2 s: {other:?}"),
     }
     assert!(root.join("ep3/w5.txt").is_file());
+    // A timeout too short for an effect is refused at start, with the reason.
+    let refused = std::process::Command::new(bin("world-core"))
+        .args(["serve", "--store", &url, "--listen", "127.0.0.1:0", "--invocation-timeout", "1"])
+        .output()
+        .expect("world-core serve");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--invocation-timeout 1: an invocation timeout of 1s is too short: at least 2s"),
+        "{stderr}"
+    );
     // No task id ever got a second intent.
     let most: i64 = sqlx::query_scalar(
         "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM effect_intents GROUP BY call_id) c",

@@ -100,6 +100,7 @@ impl LimitArgs {
 
 pub async fn run(args: ServeArgs) -> Outcome {
     let location = parse_location(&args.store)?;
+    // Refused before the store is touched.
     args.limits.limits()?;
     let core_id = match &args.core_id {
         Some(id) => valid_core_id(id)?,

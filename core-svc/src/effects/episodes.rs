@@ -2,9 +2,9 @@
 //!
 //! On PostgreSQL, which several cores may serve, the database decides: a lease row per
 //! episode, taken by whichever core serves the call, and taken over once it expires or its
-//! core is dead. A SQLite store has exactly one serving
-//! core (its serving lock is an exclusive file lock the kernel drops with a dead process), so
-//! there the queue below is the whole rule and no lease row is written. Either way this
+//! core is dead. A SQLite store has exactly one serving core (its serving lock is an
+//! exclusive file lock the kernel drops with a dead process), so there the queue below is
+//! the whole rule and no lease row is written. Either way this
 //! process queues its own callers for an episode in arrival order, so only the head of the
 //! queue polls the database and a turn is handed over as soon as it ends.
 

@@ -28,7 +28,11 @@ pub async fn report_pending(store: &Store, metrics: &Metrics) -> Result<(u64, u6
             if effect && let Some(writer) = store.effect_intent_writer(&pending.invocation_id).await? {
                 let live = match alive.get(&writer) {
                     Some(live) => *live,
-                    None => *alive.entry(writer.clone()).or_insert(store.owner_alive(&writer).await?),
+                    None => {
+                        let live = store.owner_alive(&writer).await?;
+                        alive.insert(writer, live);
+                        live
+                    }
                 };
                 if live {
                     continue;

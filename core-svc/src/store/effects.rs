@@ -66,7 +66,6 @@ impl Store {
         let intent = NewIntent {
             episode: episode.to_owned(),
             call_id: call_id.to_owned(),
-            core: self.owner().to_owned(),
             requirement: requirement.clone(),
             request: request.clone(),
             build: Box::new(intent),
@@ -179,8 +178,6 @@ impl Store {
 pub(super) struct NewIntent {
     episode: String,
     call_id: String,
-    /// The writing process, `<core>/<incarnation>`.
-    core: String,
     requirement: AccessTriple,
     request: StoredObject,
     build: Box<dyn FnOnce(i64) -> StoredObject + Send>,
@@ -192,7 +189,6 @@ pub(super) struct StagedIntent {
     pub(super) intent: StoredObject,
     episode: String,
     call_id: String,
-    core: String,
     requirement: AccessTriple,
     request: StoredObject,
 }
@@ -204,7 +200,7 @@ pub(super) async fn stage_intent(
     new: NewIntent,
     last_ordinals: &mut HashMap<String, i64>,
 ) -> Result<StagedIntent, StoreError> {
-    let NewIntent { episode, call_id, core, requirement, request, build } = new;
+    let NewIntent { episode, call_id, requirement, request, build } = new;
     let last = match last_ordinals.get(&episode) {
         Some(last) => *last,
         None => {
@@ -217,12 +213,12 @@ pub(super) async fn stage_intent(
     let intent = build(ordinal);
     intent.verify("intent")?;
     last_ordinals.insert(episode.clone(), ordinal);
-    Ok(StagedIntent { ordinal, intent, episode, call_id, core, requirement, request })
+    Ok(StagedIntent { ordinal, intent, episode, call_id, requirement, request })
 }
 
-/// The writes of staged intents: request and intent objects, journal rows, intent rows and
-/// the episodes' spend.
-pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent]) {
+/// The writes of staged intents: request and intent objects, journal rows, intent rows (each
+/// naming `core`, the process that writes them) and the episodes' spend.
+pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent], core: &str) {
     if staged.is_empty() {
         return;
     }
@@ -246,7 +242,7 @@ pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent]) {
             .bind(requirement.effect.as_str())
             .bind(requirement.scope.as_str())
             .bind(requirement.cost)
-            .bind(s.core.as_str());
+            .bind(core);
     });
     // One row per key: an upsert may not touch a row twice in one statement.
     let mut spend: BTreeMap<(&str, &str, &str), i64> = BTreeMap::new();
