@@ -22,6 +22,7 @@ pub mod hashref;
 pub mod ids;
 pub mod ledger;
 pub mod mcp_name;
+pub mod oauth;
 pub mod registry;
 
 pub use budget::{BudgetLedger, DebitError, seed_grants};
