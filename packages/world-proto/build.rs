@@ -4,8 +4,7 @@ use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
-    let files =
-        [
+    let files = [
         "world/v1/types.proto",
         "world/v1/admission.proto",
         "world/v1/invocation.proto",

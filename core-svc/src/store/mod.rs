@@ -1,6 +1,7 @@
 //! The world store: objects, worlds, the log and heads (`objects`), the commit journal
 //! (`journal`, `commit`), the effect journal (`effects`), sessions, invocation claims and
-//! episode leases (`leases`), which core is alive (`liveness`), behind one API over two backends (SQLite in WAL mode, or
+//! episode leases (`leases`), which core is alive (`liveness`), OAuth sign-in's clients, approvals and
+//! refresh tokens (`oauth`), behind one API over two backends (SQLite in WAL mode, or
 //! PostgreSQL); `tx` is the one write transaction over both. Every guard that matters for correctness is enforced inside a
 //! database transaction, never in process memory, so several cores and CLIs
 //! can share one store.
@@ -13,6 +14,7 @@ mod journal;
 mod leases;
 mod liveness;
 mod location;
+mod oauth;
 mod objects;
 mod records;
 mod rows;
@@ -41,6 +43,7 @@ pub use error::StoreError;
 pub use leases::Claim;
 pub use liveness::{FENCE, Liveness, LivenessError};
 pub use location::{StoreLocation, redact_url_password};
+pub use oauth::{Approval, ApprovalRow, ApprovalStatus, ClientRow, NewApproval, RefreshRow, Rotation, SessionOrigin};
 pub use records::{Commit, Committed, LogEntry, Receipt, SessionRow, StoredObject, WorldRow};
 pub use schema::SCHEMA_VERSION;
 pub use serving_lock::{LockError, LockMode, ServingLock};

@@ -219,11 +219,8 @@ fn split_port(authority: &str) -> Option<(&str, Option<&str>)> {
 /// each form-encoded (RFC 6749 §4.1.2).
 pub fn redirect_with(redirect_uri: &str, params: &[(&str, &str)]) -> String {
     let mut url = redirect_uri.to_owned();
-    let mut separator = if redirect_uri.contains('?') {
-        if redirect_uri.ends_with(['?', '&']) { "" } else { "&" }
-    } else {
-        "?"
-    };
+    let mut separator =
+        if redirect_uri.contains('?') { if redirect_uri.ends_with(['?', '&']) { "" } else { "&" } } else { "?" };
     for (name, value) in params {
         url.push_str(separator);
         url.push_str(&form_encode(name));
@@ -428,7 +425,10 @@ mod tests {
             redirect_with("http://127.0.0.1:1/cb", &[("code", "a-b_c"), ("state", "x y&z"), ("iss", "http://h:1")]),
             "http://127.0.0.1:1/cb?code=a-b_c&state=x+y%26z&iss=http%3A%2F%2Fh%3A1"
         );
-        assert_eq!(redirect_with("https://h/cb?keep=1", &[("error", "access_denied")]), "https://h/cb?keep=1&error=access_denied");
+        assert_eq!(
+            redirect_with("https://h/cb?keep=1", &[("error", "access_denied")]),
+            "https://h/cb?keep=1&error=access_denied"
+        );
         assert_eq!(redirect_with("https://h/cb?", &[("a", "1")]), "https://h/cb?a=1");
     }
 
