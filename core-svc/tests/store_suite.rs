@@ -193,7 +193,8 @@ async fn a_version_1_store_is_migrated_in_place(location: StoreLocation) {
     // Put the store back as version 1 left it: its three indexes no query reads, none of
     // version 3's and 4's effect tables, and none of version 5's liveness.
     sqlx::raw_sql(
-        "DROP TABLE effect_spend; DROP TABLE effect_intents; DROP TABLE episode_leases; \
+        "DROP TABLE oauth_refresh_tokens; DROP TABLE oauth_sessions; DROP TABLE oauth_approvals; \
+         DROP TABLE oauth_clients; DROP TABLE effect_spend; DROP TABLE effect_intents; DROP TABLE episode_leases; \
          DROP TABLE cores; ALTER TABLE invocation_claims DROP COLUMN expires_at; \
          CREATE INDEX worlds_by_state_root ON worlds (state_root, world_ref); \
          CREATE INDEX log_entries_by_transition_ref ON log_entries (transition_ref, entry_index); \
@@ -800,7 +801,9 @@ async fn a_version_3_store_gets_its_spend_from_its_intents(location: StoreLocati
     store.close().await;
     let mut conn = raw_connection(&location).await;
     sqlx::raw_sql(
-        "DROP TABLE effect_spend; DROP TABLE cores; ALTER TABLE invocation_claims DROP COLUMN expires_at; \
+        "DROP TABLE oauth_refresh_tokens; DROP TABLE oauth_sessions; DROP TABLE oauth_approvals; \
+         DROP TABLE oauth_clients; DROP TABLE effect_spend; DROP TABLE cores; \
+         ALTER TABLE invocation_claims DROP COLUMN expires_at; \
          ALTER TABLE episode_leases DROP COLUMN core; ALTER TABLE effect_intents DROP COLUMN core; \
          UPDATE world_schema SET version = 3",
     )
