@@ -263,14 +263,14 @@ fn location(response: &reqwest::Response) -> (String, Vec<(String, String)>) {
         .split('&')
         .map(|pair| {
             let (k, v) = pair.split_once('=').unwrap();
-            let decode = |t: &str| String::from_utf8(world_edge_unescape(t)).unwrap();
+            let decode = |t: &str| String::from_utf8(percent_decode(t)).unwrap();
             (decode(k), decode(v))
         })
         .collect();
     (base.to_owned(), params)
 }
 
-fn world_edge_unescape(text: &str) -> Vec<u8> {
+fn percent_decode(text: &str) -> Vec<u8> {
     let bytes = text.replace('+', " ").into_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -316,7 +316,7 @@ async fn approved_code(world: &World, client_id: &str) -> String {
     param(&params, "code").expect("a code").to_owned()
 }
 
-async fn exchange<'a>(world: &World, client_id: &str, code: &str, verifier: &str) -> (StatusCode, Value) {
+async fn exchange(world: &World, client_id: &str, code: &str, verifier: &str) -> (StatusCode, Value) {
     token(
         world,
         &[

@@ -166,7 +166,7 @@ impl RedirectUri {
         }
         let host_lower = host.to_ascii_lowercase();
         let loopback_ip = matches!(host_lower.as_str(), "127.0.0.1" | "[::1]");
-        if !https && !(loopback_ip || host_lower == "localhost") {
+        if !(https || loopback_ip || host_lower == "localhost") {
             return Err(not_allowed());
         }
         if host.is_empty() || !host.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._[]:".contains(&b)) {
@@ -336,7 +336,8 @@ mod tests {
         for uri in allowed {
             assert_eq!(RedirectUri::parse(uri).map(|u| u.as_str().to_owned()), Ok(uri.to_owned()), "{uri}");
         }
-        let refused: &[(&str, fn(String) -> RedirectUriError)] = &[
+        type Refusal = fn(String) -> RedirectUriError;
+        let refused: &[(&str, Refusal)] = &[
             ("http://example.com/cb", RedirectUriError::NotAllowed),
             ("http://127.0.0.2/cb", RedirectUriError::NotAllowed),
             ("http://localhost.evil.com/cb", RedirectUriError::NotAllowed),
