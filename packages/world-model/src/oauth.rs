@@ -108,7 +108,7 @@ impl OAuthError {
 pub enum RedirectUriError {
     #[error("redirect URI is longer than {MAX_REDIRECT_URI_LEN} characters")]
     TooLong,
-    #[error("redirect URI {0:?} holds whitespace or control characters")]
+    #[error("redirect URI {0:?} holds characters other than visible ASCII; percent-encode them")]
     Unprintable(String),
     #[error(
         "redirect URI {0:?} is neither https nor http on a loopback host (127.0.0.1, [::1] or localhost, any port)"
@@ -139,7 +139,7 @@ impl RedirectUri {
         if text.len() > MAX_REDIRECT_URI_LEN {
             return Err(RedirectUriError::TooLong);
         }
-        if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        if !text.chars().all(|c| c.is_ascii_graphic()) {
             return Err(RedirectUriError::Unprintable(text.to_owned()));
         }
         if text.contains('#') {
@@ -353,6 +353,7 @@ mod tests {
             ("https:///path", RedirectUriError::BadAuthority),
             ("https://exa mple.com/", RedirectUriError::Unprintable),
             ("https://example.com/\n", RedirectUriError::Unprintable),
+            ("https://example.com/caf\u{e9}", RedirectUriError::Unprintable),
         ];
         for (uri, error) in refused {
             assert_eq!(RedirectUri::parse(uri), Err(error((*uri).to_owned())), "{uri}");
