@@ -399,7 +399,7 @@ async fn sessions_store_only_credential_ids(location: StoreLocation) {
     assert!(store.delete_session(&row.credential_id).await.unwrap());
     assert!(!store.delete_session(&row.credential_id).await.unwrap());
     assert_eq!(store.session(&row.credential_id).await.unwrap(), None);
-    assert_eq!(store.delete_episode_sessions("ep2").await.unwrap(), vec!["b".repeat(64)]);
+    assert_eq!(store.revoke_episode("ep2", 1).await.unwrap(), vec!["b".repeat(64)]);
     assert!(store.list_sessions(None).await.unwrap().is_empty());
 }
 
