@@ -38,14 +38,14 @@ const MIGRATIONS: &[Migration] = &[
         postgres: include_str!("../../migrations/postgres/0005_core_liveness.sql"),
     },
     Migration {
-        version: 9,
-        sqlite: include_str!("../../migrations/sqlite/0009_oauth.sql"),
-        postgres: include_str!("../../migrations/postgres/0009_oauth.sql"),
+        version: 6,
+        sqlite: include_str!("../../migrations/sqlite/0006_oauth.sql"),
+        postgres: include_str!("../../migrations/postgres/0006_oauth.sql"),
     },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Brings the store to [`SCHEMA_VERSION`] inside the caller's write
 /// transaction (which already excludes concurrent migrators).

@@ -1,4 +1,4 @@
--- World store, schema version 9 (SQLite): OAuth sign-in. Clients registered by MCP clients,
+-- World store, schema version 6 (SQLite): OAuth sign-in. Clients registered by MCP clients,
 -- approvals the operator decides at a terminal, and the refresh tokens of approved sign-ins.
 -- Secrets (the page's request handle, the approval code, authorization codes, refresh
 -- tokens) are kept only as the hex sha256 of their text.
