@@ -23,6 +23,7 @@ use crate::stack;
 use crate::stdlib::catalog::{self, Builtin, STD_TYPES};
 use crate::types::*;
 use crate::value::{Callable, Value};
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 // The checker hashes short names constantly and never sees untrusted keys in bulk: a fast
@@ -103,6 +104,8 @@ struct Checker<'p> {
     owner: Option<Name>,
     depth: usize,
     too_deep: bool,
+    /// Every int literal with its type, to mark those that resolved to `float`.
+    int_literals: Vec<(&'p Cell<bool>, Ty)>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
 }
@@ -166,6 +169,7 @@ impl<'p> Checker<'p> {
             owner: None,
             depth: 0,
             too_deep: false,
+            int_literals: Vec::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
         }
@@ -180,7 +184,8 @@ impl<'p> Checker<'p> {
     // ---- environment ----
 
     fn run(&mut self) {
-        let module = &self.program.module;
+        let program: &'p Program = self.program;
+        let module = &program.module;
         for (_, decl) in STD_TYPES.iter().filter(|(m, _)| *m != "prelude") {
             if let Ok(m) = parse_module(decl) {
                 for d in m.decls {
@@ -218,6 +223,12 @@ impl<'p> Checker<'p> {
             let scheme = self.declared_scheme(f);
             self.globals.insert(f.name.clone(), Global::Known(scheme));
         }
+        // Top-level values, in order, before the functions that may read them.
+        for decl in &module.decls {
+            if let Decl::Let(top) = decl {
+                self.check_top_let(top);
+            }
+        }
         for decl in &module.decls {
             if self.too_deep {
                 break;
@@ -227,11 +238,38 @@ impl<'p> Checker<'p> {
                 Decl::Test { body, .. } if self.options.full => {
                     self.enter_scope(None, Ty::closed_row());
                     let t = self.infer(body);
-                    self.expect(&Ty::con("bool"), &t, body.pos, "a test declaration must be a bool");
+                    // A block of asserts ends in unit; anything else must come to a bool.
+                    let asserts =
+                        matches!(&body.kind, ExprKind::Block(stmts) if matches!(stmts.last(), Some(Stmt::Assert(_))));
+                    if !asserts {
+                        self.expect(&Ty::con("bool"), &t, body.pos, "a test must end in an assert or a bool");
+                    }
                 }
                 _ => {}
             }
         }
+        // Int literals whose type came out `float` are floats for the evaluator too.
+        for (as_float, t) in std::mem::take(&mut self.int_literals) {
+            if matches!(self.s.shallow_ref(&t), Ty::Con(name, _) if &**name == "float") {
+                as_float.set(true);
+            }
+        }
+    }
+
+    /// `let x[: T] = e` at module level: pure, numbers defaulted, then generalised.
+    fn check_top_let(&mut self, top: &'p TopLet) {
+        self.enter_scope(None, Ty::closed_row());
+        self.s.level += 1;
+        let t = self.infer(&top.value);
+        if let Some(te) = &top.ty {
+            let declared = self.ty_of(te, &mut HashMap::default(), top.pos, true);
+            let what = || format!("the value of '{}' must have its declared type", top.name);
+            self.expect_with(&declared, &t, top.value.pos, &what);
+        }
+        self.s.default_numbers(&t);
+        self.s.level -= 1;
+        let scheme = self.s.generalize(&t);
+        self.globals.insert(top.name.clone(), Global::Known(scheme));
     }
 
     fn add_type(&mut self, t: &TypeDecl) {
@@ -475,7 +513,7 @@ impl<'p> Checker<'p> {
         self.s.level = 1;
     }
 
-    fn check_func(&mut self, f: &Rc<FuncDecl>) {
+    fn check_func(&mut self, f: &'p FuncDecl) {
         let Some(Global::Known(scheme)) = self.globals.get(&f.name) else { return };
         let scheme = scheme.clone();
         self.s.level = 1;
@@ -507,7 +545,7 @@ impl<'p> Checker<'p> {
         }
     }
 
-    fn check_test_row(&mut self, f: &FuncDecl, scheme: &Scheme, row: &TestRow) {
+    fn check_test_row(&mut self, f: &'p FuncDecl, scheme: &Scheme, row: &'p TestRow) {
         self.enter_scope(None, Ty::closed_row());
         self.ambient = self.s.open_row();
         let Ty::Func(params, ret, _) = self.s.instantiate(scheme) else { return };
@@ -651,7 +689,7 @@ impl<'p> Checker<'p> {
         self.s.fresh()
     }
 
-    fn infer(&mut self, e: &Expr) -> Ty {
+    fn infer(&mut self, e: &'p Expr) -> Ty {
         if self.too_deep {
             return self.s.fresh();
         }
@@ -670,9 +708,13 @@ impl<'p> Checker<'p> {
         t
     }
 
-    fn infer_inner(&mut self, e: &Expr) -> Ty {
+    fn infer_inner(&mut self, e: &'p Expr) -> Ty {
         match &e.kind {
-            ExprKind::Int(_) => self.s.fresh_with(NUM),
+            ExprKind::Int(_, as_float) => {
+                let t = self.s.fresh_with(NUM);
+                self.int_literals.push((as_float, t.clone()));
+                t
+            }
             ExprKind::Float(_) => Ty::con("float"),
             ExprKind::Str(_) => Ty::con("string"),
             ExprKind::Bool(_) => Ty::con("bool"),
@@ -767,8 +809,13 @@ impl<'p> Checker<'p> {
                 let mut last = Ty::unit();
                 for stmt in stmts {
                     match stmt {
-                        Stmt::Let { pat, value, .. } => {
-                            self.bind_let(pat, value, false);
+                        Stmt::Let { pat, value, recursive, .. } => {
+                            self.bind_let(pat, value, *recursive);
+                            last = Ty::unit();
+                        }
+                        Stmt::Assert(cond) => {
+                            let t = self.infer(cond);
+                            self.expect(&Ty::con("bool"), &t, cond.pos, "an assert takes a bool");
                             last = Ty::unit();
                         }
                         Stmt::Expr(x) => last = self.infer(x),
@@ -799,7 +846,7 @@ impl<'p> Checker<'p> {
         }
     }
 
-    fn infer_binary(&mut self, op: BinOp, l: &Expr, r: &Expr) -> Ty {
+    fn infer_binary(&mut self, op: BinOp, l: &'p Expr, r: &'p Expr) -> Ty {
         let lt = self.infer(l);
         let rt = self.infer(r);
         let sym = op.symbol();
@@ -857,10 +904,10 @@ impl<'p> Checker<'p> {
         }
     }
 
-    fn infer_call(&mut self, callee: &Expr, args: &[Expr]) -> Ty {
-        let unit_arg = [Expr { kind: ExprKind::Unit, pos: callee.pos }];
-        // `f()` passes one unit argument.
-        let args: &[Expr] = if args.is_empty() { &unit_arg } else { args };
+    fn infer_call(&mut self, callee: &'p Expr, args: &'p [Expr]) -> Ty {
+        // `f()` passes one unit argument, which has no expression of its own.
+        let unit_call = args.is_empty();
+        let arity = args.len().max(1);
         let name = match &callee.kind {
             ExprKind::Var(n) => Some(n.clone()),
             _ => None,
@@ -869,7 +916,7 @@ impl<'p> Checker<'p> {
             && !self.locals.iter().any(|(l, _)| l == n)
             && let Some(info) = self.ctors.get(n)
         {
-            let got = if std::ptr::eq(args.as_ptr(), unit_arg.as_ptr()) { 0 } else { args.len() };
+            let got = args.len();
             if info.arity != got && !(info.arity == 1 && got == 0) {
                 let message = format!("constructor {n} expects {} argument(s), got {got}", info.arity);
                 self.error(Diagnostic::at("TC001", message, callee.pos));
@@ -884,7 +931,7 @@ impl<'p> Checker<'p> {
         let shown = || name.as_deref().map(|n| format!("'{n}'")).unwrap_or_else(|| "the function".into());
         let (params, ret, effects) = match self.s.shallow(&ft) {
             Ty::Func(ps, r, e) => {
-                if ps.len() != args.len() {
+                if ps.len() != arity {
                     let message = format!("{} expects {} argument(s), got {}", shown(), ps.len(), args.len());
                     self.error(Diagnostic::at("TC001", message, callee.pos));
                     for a in args {
@@ -895,7 +942,7 @@ impl<'p> Checker<'p> {
                 (ps.to_vec(), (*r).clone(), (*e).clone())
             }
             Ty::Var(_) => {
-                let ps: Vec<Ty> = args.iter().map(|_| self.s.fresh()).collect();
+                let ps: Vec<Ty> = (0..arity).map(|_| self.s.fresh()).collect();
                 let (r, e) = (self.s.fresh(), self.s.open_row());
                 let f = Ty::func(ps.clone(), r.clone(), e.clone());
                 if !self.expect_with(&f, &ft, callee.pos, &|| format!("{} is called", shown())) {
@@ -919,20 +966,32 @@ impl<'p> Checker<'p> {
                 return self.s.fresh();
             }
         };
-        // Other arguments first, then lambdas against what is known of their parameter.
+        if unit_call {
+            self.expect_with(&params[0], &Ty::unit(), callee.pos, &|| {
+                format!("argument 1 of {} (none given)", shown())
+            });
+        }
+        // Other arguments first, then lambdas against what is known of their parameter. After
+        // one argument does not fit, the rest are still checked inside but not against the
+        // call: their mismatches would only be knock-ons of the first.
+        let mut fits = true;
         for pass in [false, true] {
             for (i, (arg, param)) in args.iter().zip(&params).enumerate() {
                 if is_lambda(arg) != pass {
                     continue;
                 }
                 let at = match &arg.kind {
-                    ExprKind::Lambda(l) => self.infer_lambda(l, Some(param)),
+                    ExprKind::Lambda(l) if fits => self.infer_lambda(l, Some(param)),
                     _ => self.infer(arg),
                 };
-                self.expect_with(param, &at, arg.pos, &|| format!("argument {} of {}", i + 1, shown()));
+                if fits {
+                    fits = self.expect_with(param, &at, arg.pos, &|| format!("argument {} of {}", i + 1, shown()));
+                }
             }
         }
-        self.use_effects(&effects, &shown, callee.pos);
+        if fits {
+            self.use_effects(&effects, &shown, callee.pos);
+        }
         ret
     }
 
@@ -981,7 +1040,7 @@ impl<'p> Checker<'p> {
         }
     }
 
-    fn infer_lambda(&mut self, lambda: &Lambda, expected: Option<&Ty>) -> Ty {
+    fn infer_lambda(&mut self, lambda: &'p Lambda, expected: Option<&Ty>) -> Ty {
         let expected = expected.map(|t| self.s.shallow(t));
         let (hint_params, hint_effects) = match &expected {
             Some(Ty::Func(ps, _, e)) if ps.len() == lambda.params.len() => (Some(ps.clone()), Some((**e).clone())),
@@ -1024,7 +1083,7 @@ impl<'p> Checker<'p> {
         Ty::func(params, body, effects)
     }
 
-    fn bind_let(&mut self, pat: &Pattern, value: &Expr, recursive: bool) {
+    fn bind_let(&mut self, pat: &Pattern, value: &'p Expr, recursive: bool) {
         if let PatKind::Var(name) = &pat.kind {
             self.s.level += 1;
             let t = if recursive {

@@ -42,6 +42,18 @@ impl Interp {
         Interp { globals, depth: 0, max_depth, capabilities }
     }
 
+    /// Evaluate the module's top-level `let`s in order, binding each as a global before the
+    /// next: what every entry, test and test row then sees.
+    pub fn bind_top_lets(&mut self, module: &Module) -> Result<(), Diagnostic> {
+        for decl in &module.decls {
+            if let Decl::Let(top) = decl {
+                let value = self.eval(&top.value, &None)?;
+                self.globals.insert(top.name.clone(), coerce_float(is_float_type(&top.ty), value));
+            }
+        }
+        Ok(())
+    }
+
     pub fn global(&self, name: &str) -> Option<&Value> {
         self.globals.get(name)
     }
@@ -65,7 +77,13 @@ impl Interp {
 
     fn eval_inner(&mut self, expr: &Expr, env: &Env) -> Result<Value, Diagnostic> {
         Ok(match &expr.kind {
-            ExprKind::Int(n) => Value::Int(*n),
+            ExprKind::Int(n, as_float) => {
+                if as_float.get() {
+                    Value::Float(*n as f64)
+                } else {
+                    Value::Int(*n)
+                }
+            }
             ExprKind::Float(f) => Value::Float(*f),
             ExprKind::Str(s) => Value::Str(s.clone()),
             ExprKind::Bool(b) => Value::Bool(*b),
@@ -175,8 +193,14 @@ impl Interp {
                 let mut last = Value::Unit;
                 for stmt in stmts {
                     match stmt {
-                        Stmt::Let { pat, value, .. } => {
-                            self.bind_let(pat, value, false, &mut scope)?;
+                        Stmt::Let { pat, value, recursive, .. } => {
+                            self.bind_let(pat, value, *recursive, &mut scope)?;
+                            last = Value::Unit;
+                        }
+                        Stmt::Assert(cond) => {
+                            if !as_bool(&self.eval(cond, &scope)?, "assert")? {
+                                return Err(rt("RT_ASSERT", "assertion failed").in_pos(cond.pos));
+                            }
                             last = Value::Unit;
                         }
                         Stmt::Expr(e) => last = self.eval(e, &scope)?,

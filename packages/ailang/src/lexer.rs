@@ -186,7 +186,8 @@ impl<'s> Lexer<'s> {
                 self.bump();
             } else if c.is_whitespace() {
                 self.bump();
-            } else if c == '-' && self.src.as_bytes().get(self.at + 1) == Some(&b'-') {
+            } else if (c == '-' || c == '/') && self.src.as_bytes().get(self.at + 1) == Some(&(c as u8)) {
+                // `--` and `//` comments run to the end of the line.
                 while let Some(c) = self.peek() {
                     if c == '\n' {
                         break;

@@ -170,6 +170,7 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
                 }
                 builder.globals.insert(f.name.clone(), Value::Func(Rc::new(Callable::Func(f.clone()))));
             }
+            Decl::Let(top) => define(&top.name, top.pos, &mut errors),
             Decl::Test { .. } => {}
         }
     }

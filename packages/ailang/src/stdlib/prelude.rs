@@ -1,5 +1,6 @@
 //! Names every module sees without importing: `show`, the number conversions, `print`, and
-//! the Option/Result types with their constructors.
+//! the Option/Result types with their constructors. `_io_print` and `_io_println` are the
+//! reference's internal names for the printers, which its own examples call directly.
 
 use super::math::{float_to_int_native, int_to_float};
 use super::{StdModule, StdType, native};
@@ -19,6 +20,8 @@ pub static MODULE: StdModule = StdModule {
         native("floatToInt", 1, float_to_int_native),
         native("print", 1, |it, a| print(it, &a[0], false)),
         native("println", 1, |it, a| print(it, &a[0], true)),
+        native("_io_print", 1, |it, a| print(it, &a[0], false)),
+        native("_io_println", 1, |it, a| print(it, &a[0], true)),
     ],
 };
 

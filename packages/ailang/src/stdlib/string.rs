@@ -45,6 +45,39 @@ pub static MODULE: StdModule = StdModule {
         native("floatToStr", 1, |_, a| Ok(Value::str(show_float(as_float(&a[0], "floatToStr")?)))),
         native("split", 2, |_, a| Ok(strings(split(as_str(&a[0], "split")?, as_str(&a[1], "split")?)))),
         native("chars", 1, |_, a| Ok(strings(as_str(&a[0], "chars")?.chars().map(String::from).collect()))),
+        native("foldChars", 3, |it, a| {
+            let s = as_str(&a[2], "foldChars")?.clone();
+            let mut acc = a[1].clone();
+            let mut buf = [0u8; 4];
+            for c in s.chars() {
+                acc = it.apply(&a[0], vec![acc, Value::str(&*c.encode_utf8(&mut buf))])?;
+            }
+            Ok(acc)
+        }),
+        native("charAt", 2, |_, a| {
+            let (s, i) = (as_str(&a[0], "charAt")?, as_int(&a[1], "charAt")?);
+            let found = usize::try_from(i).ok().and_then(|i| s.chars().nth(i));
+            match found {
+                Some(c) => Ok(Value::str(c.to_string())),
+                None => Err(crate::Diagnostic::new(
+                    "RT_INDEX",
+                    format!("charAt: index {i} out of bounds for string of length {}", s.chars().count()),
+                    None,
+                )),
+            }
+        }),
+        native("charCode", 1, |_, a| {
+            let s = as_str(&a[0], "charCode")?;
+            let mut chars = s.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => Ok(Value::Int(c as i64)),
+                _ => Err(crate::Diagnostic::new(
+                    "RT_TYPE",
+                    format!("charCode: expected a one-character string, got {} characters", s.chars().count()),
+                    None,
+                )),
+            }
+        }),
         native("join", 2, |_, a| {
             let delim = as_str(&a[0], "join")?;
             let parts = string_items(&a[1], "join")?;
