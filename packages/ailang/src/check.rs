@@ -175,8 +175,10 @@ impl<'p> Checker<'p> {
         }
     }
 
+    /// Record an error, unless one is already reported at the same place: a second error there
+    /// is a knock-on of the first.
     fn error(&mut self, d: Diagnostic) {
-        if self.errors.len() < MAX_ERRORS && !self.errors.iter().any(|e| e.pos == d.pos && e.message == d.message) {
+        if self.errors.len() < MAX_ERRORS && !self.errors.iter().any(|e| e.pos == d.pos) {
             self.errors.push(d);
         }
     }
@@ -615,6 +617,19 @@ impl<'p> Checker<'p> {
                 Diagnostic::at("TC009", format!("effect {label} is not allowed here: {what}"), pos)
                     .with_suggestion(format!("declare it in the function's signature: ! {{{label}}}"))
             }
+            UnifyError::Class { class: NUM, ty }
+                if matches!(&ty, Ty::Con(n, _) if &**n == "string") && what.starts_with('\'') =>
+            {
+                // `"a" + "b"`: told from the caller's side, with the way strings are joined.
+                let op = what.split('\'').nth(1).unwrap_or("+");
+                Diagnostic::at("TC010", format!("'{op}' works on numbers, but this operand is a string"), pos)
+                    .with_suggestion("join strings with interpolation \"${a}${b}\" or std/string concat([a, b])")
+            }
+            UnifyError::Class { class: NUM, ty } if matches!(&ty, Ty::Con(n, _) if &**n == "Json") => {
+                // A bare number where a Json value belongs (`kv("n", 5)`).
+                Diagnostic::at("TC010", format!("{what} must be a Json value, but this is a number"), pos)
+                    .with_suggestion("wrap the number: jnum(x) for a float, jint(n) for an int")
+            }
             UnifyError::Class { class, ty } => {
                 let shown = p.show(&ty);
                 let wanted = match class {
@@ -673,20 +688,47 @@ impl<'p> Checker<'p> {
                 .chain(self.globals.keys().map(|k| k.to_string()))
                 .chain(self.ctors.keys().map(|k| k.to_string()))
                 .collect();
-            if let Some(c) = closest(name, candidates.iter().map(|s| s.as_str())) {
+            // A std function of exactly that name is a missing import, whatever local name is
+            // close; otherwise a close local name is a typo, and a close std name an import.
+            let std_names = catalog::BUILTINS.iter().filter(|b| b.module != "prelude");
+            let exact = std_names.clone().find(|b| b.name == &**name);
+            let near_local = closest(name, candidates.iter().map(|s| s.as_str()));
+            let near_std =
+                closest(name, std_names.clone().map(|b| b.name)).and_then(|n| std_names.clone().find(|b| b.name == n));
+            if let Some(b) = exact {
+                d = d.with_suggestion(self.import_fix(b));
+            } else if let Some(c) = near_local {
                 d = d.with_suggestion(format!("did you mean '{c}'?"));
-            } else {
-                let std_names = catalog::BUILTINS.iter().filter(|b| b.module != "prelude");
-                let exact = std_names.clone().find(|b| b.name == &**name);
-                let near = closest(name, std_names.clone().map(|b| b.name))
-                    .and_then(|n| std_names.clone().find(|b| b.name == n));
-                if let Some(b) = exact.or(near) {
-                    d = d.with_suggestion(format!("import it: import {} ({})", b.module, b.name));
-                }
+            } else if let Some(b) = near_std {
+                d = d.with_suggestion(self.import_fix(b));
             }
             self.error(d);
         }
         self.s.fresh()
+    }
+
+    /// How to bring std function `b` into scope: a new import line, or the module's existing
+    /// selective import of that module with the name added.
+    fn import_fix(&self, b: &Builtin) -> String {
+        let existing = self.program.module.imports.iter().find_map(|i| match &i.items {
+            Some(items) if i.path == b.module => Some(items),
+            _ => None,
+        });
+        let names = match existing {
+            Some(items) => {
+                let mut names: Vec<String> = items
+                    .iter()
+                    .map(|i| match &i.alias {
+                        Some(alias) => format!("{} as {alias}", i.name),
+                        None => i.name.to_string(),
+                    })
+                    .collect();
+                names.push(b.name.to_string());
+                names.join(", ")
+            }
+            None => b.name.to_string(),
+        };
+        format!("import it: import {} ({names})", b.module)
     }
 
     fn infer(&mut self, e: &'p Expr) -> Ty {
@@ -1072,11 +1114,9 @@ impl<'p> Checker<'p> {
         };
         let saved_ambient = std::mem::replace(&mut self.ambient, effects.clone());
         let saved_owner = self.owner.take();
+        // A function literal's `-> R` is documentation: the reference does not hold the body to
+        // it (`func(x: int) -> int { func(y: int) -> int { x * y } }` runs there).
         let body = self.infer(&lambda.body);
-        if let Some(te) = &lambda.ret {
-            let r = self.ty_of(te, &mut tvars, lambda.body.pos, true);
-            self.expect(&r, &body, lambda.body.pos, "the function's body must have its declared result type");
-        }
         self.ambient = saved_ambient;
         self.owner = saved_owner;
         self.locals.truncate(base);
