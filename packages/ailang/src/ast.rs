@@ -20,6 +20,8 @@ pub struct Import {
     pub pos: Pos,
     /// `None` imports every export; `Some` is a selective list.
     pub items: Option<Vec<ImportItem>>,
+    /// `import std/list as L`: the exports are reached as `L.name` only.
+    pub alias: Option<Name>,
 }
 
 #[derive(Debug, Clone)]

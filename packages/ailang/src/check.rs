@@ -104,6 +104,8 @@ struct Checker<'p> {
     owner: Option<Name>,
     depth: usize,
     too_deep: bool,
+    /// `import std/list as L`: alias → module path; `L.map` reads the module's `map`.
+    module_aliases: HashMap<Name, String>,
     /// Every int literal with its type, to mark those that resolved to `float`.
     int_literals: Vec<(&'p Cell<bool>, Ty)>,
     errors: Vec<Diagnostic>,
@@ -169,6 +171,7 @@ impl<'p> Checker<'p> {
             owner: None,
             depth: 0,
             too_deep: false,
+            module_aliases: HashMap::default(),
             int_literals: Vec::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
@@ -326,6 +329,10 @@ impl<'p> Checker<'p> {
         for import in imports.iter().filter(|i| i.items.is_none()) {
             if crate::stdlib::module(&import.path).is_none() {
                 self.lenient = true;
+                continue;
+            }
+            if let Some(alias) = &import.alias {
+                self.module_aliases.insert(alias.clone(), import.path.clone());
                 continue;
             }
             for b in catalog::BUILTINS.iter().filter(|b| b.module == import.path) {
@@ -772,6 +779,21 @@ impl<'p> Checker<'p> {
             ExprKind::Var(name) => self.lookup(name, e.pos),
             ExprKind::Call(callee, args) => self.infer_call(callee, args),
             ExprKind::Field(base, field) => {
+                if let ExprKind::Var(alias) = &base.kind
+                    && !self.locals.iter().any(|(n, _)| n == alias)
+                    && let Some(path) = self.module_aliases.get(alias)
+                {
+                    return match catalog::lookup(path, field) {
+                        Some(b) => {
+                            let scheme = self.std_scheme(b);
+                            self.s.instantiate(&scheme)
+                        }
+                        None => {
+                            self.error(Diagnostic::at("TC002", format!("'{field}' is not exported by {path}"), e.pos));
+                            self.s.fresh()
+                        }
+                    };
+                }
                 let bt = self.infer(base);
                 self.field_type(&bt, field, base.pos)
             }
@@ -849,8 +871,16 @@ impl<'p> Checker<'p> {
             ExprKind::Block(stmts) => {
                 let base = self.locals.len();
                 let mut last = Ty::unit();
-                for stmt in stmts {
+                let mut at = 0;
+                while let Some(stmt) = stmts.get(at) {
+                    at += 1;
                     match stmt {
+                        Stmt::Let { recursive: true, .. } if crate::eval::rec_group_len(&stmts[at - 1..]) > 1 => {
+                            let len = crate::eval::rec_group_len(&stmts[at - 1..]);
+                            self.bind_rec_group(&stmts[at - 1..at - 1 + len]);
+                            at += len - 1;
+                            last = Ty::unit();
+                        }
                         Stmt::Let { pat, value, recursive, .. } => {
                             self.bind_let(pat, value, *recursive);
                             last = Ty::unit();
@@ -1143,6 +1173,31 @@ impl<'p> Checker<'p> {
         }
         let t = self.infer(value);
         self.pattern(pat, &t);
+    }
+
+    /// Consecutive `letrec`s of lambdas: each sees all of them (mutual recursion), and each is
+    /// generalised once the whole group is typed.
+    fn bind_rec_group(&mut self, stmts: &'p [Stmt]) {
+        self.s.level += 1;
+        let base = self.locals.len();
+        let members: Vec<(&Name, &'p Rc<Lambda>, Ty)> = stmts
+            .iter()
+            .filter_map(crate::eval::rec_lambda)
+            .map(|(name, lambda)| (name, lambda, self.s.fresh()))
+            .collect();
+        for (name, _, t) in &members {
+            self.locals.push(((*name).clone(), Scheme::mono(t.clone())));
+        }
+        for (_, lambda, t) in &members {
+            let found = self.infer_lambda(lambda, None);
+            self.expect(t, &found, lambda.body.pos, "a recursive binding keeps one type");
+        }
+        self.locals.truncate(base);
+        self.s.level -= 1;
+        for (name, _, t) in members {
+            let scheme = self.s.generalize(&t);
+            self.locals.push((name.clone(), scheme));
+        }
     }
 
     fn field_type(&mut self, base: &Ty, field: &Name, pos: Pos) -> Ty {

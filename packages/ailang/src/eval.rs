@@ -191,8 +191,16 @@ impl Interp {
             ExprKind::Block(stmts) => {
                 let mut scope = env.clone();
                 let mut last = Value::Unit;
-                for stmt in stmts {
+                let mut at = 0;
+                while let Some(stmt) = stmts.get(at) {
+                    at += 1;
                     match stmt {
+                        Stmt::Let { recursive: true, .. } if rec_group_len(&stmts[at - 1..]) > 1 => {
+                            let len = rec_group_len(&stmts[at - 1..]);
+                            bind_rec_group(&stmts[at - 1..at - 1 + len], &mut scope);
+                            at += len - 1;
+                            last = Value::Unit;
+                        }
                         Stmt::Let { pat, value, recursive, .. } => {
                             self.bind_let(pat, value, *recursive, &mut scope)?;
                             last = Value::Unit;
@@ -238,9 +246,9 @@ impl Interp {
     fn bind_let(&mut self, pat: &Pattern, value: &Expr, recursive: bool, env: &mut Env) -> Result<(), Diagnostic> {
         let v = match (&pat.kind, &value.kind, recursive) {
             (PatKind::Var(name), ExprKind::Lambda(lambda), true) => Value::Func(Rc::new(Callable::RecClosure {
-                lambda: lambda.clone(),
+                group: Rc::new([(name.clone(), lambda.clone())]),
+                index: 0,
                 env: env.clone(),
-                name: name.clone(),
             })),
             _ => self.eval(value, env)?,
         };
@@ -348,9 +356,17 @@ impl Interp {
                 self.call_decl(&decl, args)
             }
             Callable::Closure { lambda, env } => self.call_lambda(lambda, env.clone(), args),
-            Callable::RecClosure { lambda, env, name } => {
-                let env = bind(env, name.clone(), f.clone());
-                self.call_lambda(lambda, env, args)
+            Callable::RecClosure { group, index, env } => {
+                let mut scope = env.clone();
+                for (i, (name, _)) in group.iter().enumerate() {
+                    let member = if i == *index {
+                        f.clone()
+                    } else {
+                        Value::Func(Rc::new(Callable::RecClosure { group: group.clone(), index: i, env: env.clone() }))
+                    };
+                    scope = bind(&scope, name.clone(), member);
+                }
+                self.call_lambda(&group[*index].1, scope, args)
             }
             Callable::Native(native) => {
                 if args.is_empty() && native.arity == 1 {
@@ -419,6 +435,33 @@ impl Interp {
     }
 }
 
+/// The `letrec name = \…` a statement binds, if it is one.
+pub fn rec_lambda(stmt: &Stmt) -> Option<(&Name, &Rc<Lambda>)> {
+    match stmt {
+        Stmt::Let { pat: Pattern { kind: PatKind::Var(name), .. }, value, recursive: true, .. } => match &value.kind {
+            ExprKind::Lambda(lambda) => Some((name, lambda)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// How many `letrec`s of lambdas start `stmts`: consecutive ones are one recursive group.
+pub fn rec_group_len(stmts: &[Stmt]) -> usize {
+    stmts.iter().take_while(|s| rec_lambda(s).is_some()).count()
+}
+
+/// Bind a group of consecutive `letrec` lambdas, each seeing all of them.
+fn bind_rec_group(stmts: &[Stmt], scope: &mut Env) {
+    let group: Rc<[(Name, Rc<Lambda>)]> =
+        stmts.iter().filter_map(rec_lambda).map(|(name, lambda)| (name.clone(), lambda.clone())).collect();
+    let env = scope.clone();
+    for (index, (name, _)) in group.iter().enumerate() {
+        let member = Callable::RecClosure { group: group.clone(), index, env: env.clone() };
+        *scope = bind(scope, name.clone(), Value::Func(Rc::new(member)));
+    }
+}
+
 fn arity_error(name: &str, expected: usize, got: usize) -> Diagnostic {
     rt("RT_ARITY", format!("'{name}' expects {expected} argument(s), got {got}"))
 }
@@ -478,12 +521,6 @@ fn shift(n: i64, count: i64, left: bool) -> Result<i64, Diagnostic> {
         }
         (false, false) => n >> count,
     })
-}
-
-/// Float division as the reference's runtime does it: a zero divisor gives ±Inf by the
-/// dividend's sign (so `0.0 / 0.0` is +Inf, not NaN).
-pub fn float_div(a: f64, b: f64) -> f64 {
-    if b == 0.0 { if a >= 0.0 { f64::INFINITY } else { f64::NEG_INFINITY } } else { a / b }
 }
 
 pub fn binary(op: BinOp, left: Value, right: Value) -> Result<Value, Diagnostic> {
@@ -553,7 +590,8 @@ pub fn binary(op: BinOp, left: Value, right: Value) -> Result<Value, Diagnostic>
                     BinOp::Add => a + b,
                     BinOp::Sub => a - b,
                     BinOp::Mul => a * b,
-                    BinOp::Div => float_div(a, b),
+                    // IEEE 754, as the reference's newest runtime: `x / 0.0` is ±Inf, `0.0 / 0.0` NaN.
+                    BinOp::Div => a / b,
                     BinOp::Rem => {
                         if b == 0.0 {
                             f64::NAN

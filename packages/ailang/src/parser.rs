@@ -415,7 +415,8 @@ impl<'s> Parser<'s> {
         } else {
             None
         };
-        Ok(Import { path, pos, items })
+        let alias = if items.is_none() && self.eat_word("as") { Some(self.binder("a module alias")?.0) } else { None };
+        Ok(Import { path, pos, items, alias })
     }
 
     fn decl(&mut self, annotations: Vec<String>) -> Result<Decl, Diagnostic> {

@@ -195,7 +195,7 @@ fn std_functions_the_reference_programs_call() {
             ("show(bitwiseOr(12, 10))", "14"),
             ("show(bitwiseOr(255, 256))", "511"),
             ("show(bitwiseOr(-1, 5))", "-1"),
-            ("show(isNaN(0.0 / 0.0 - 1.0 / 0.0))", "true"),
+            ("show(isNaN(0.0 / 0.0))", "true"),
             ("show(isNaN(1.5))", "false"),
             ("show(sin(0.0))", "0.0"),
             ("show(cos(0.0))", "1.0"),
@@ -295,4 +295,96 @@ fn a_missing_import_is_suggested_without_an_import_line_too() {
         ailang_on("module m\nexport func main(input: string) -> string = encode(js(input))\n", &["check", "--json"]);
     assert!(out.stdout.contains("\"suggestion\": \"import it: import std/json (encode)\""), "{}", out.stdout);
     assert!(out.stdout.contains("\"suggestion\": \"import it: import std/json (js)\""), "{}", out.stdout);
+}
+
+#[test]
+fn a_qualified_import_reaches_a_module_through_its_alias() {
+    expect_lines(
+        "import std/list as L\nimport std/string as S\n",
+        &[
+            ("show(L.map(\\x. x * 2, [1, 2, 3]))", "[2, 4, 6]"),
+            ("show(L.foldl(\\a b. a + b, 0, [1, 2, 3]))", "6"),
+            ("S.toUpper(\"ab\")", "AB"),
+            ("show(L.length(S.chars(\"héllo\")))", "5"),
+        ],
+    );
+    let out = ailang_on("module m\nimport std/list as L\nexport func main() -> int = L.nope([1])\n", &["check"]);
+    assert!(out.stderr.contains("TC002: 'nope' is not exported by std/list at m.ail:3:29"), "{}", out.stderr);
+    // The alias alone is the way in: the module's names are not also unqualified.
+    let out = ailang_on("module m\nimport std/list as L\nexport func main() -> int = length([1])\n", &["check"]);
+    assert!(out.stderr.contains("TC002: unbound variable: length"), "{}", out.stderr);
+}
+
+#[test]
+fn consecutive_letrecs_in_a_block_are_mutually_recursive() {
+    expect_lines(
+        "func parity(n: int) -> string {\n  letrec isEven = \\k. if k == 0 then true else isOdd(k - 1);\n  letrec isOdd = \\k. if k == 0 then false else isEven(k - 1);\n  \"${show(isEven(n))} ${show(isOdd(n))}\"\n}\n",
+        &[("parity(10)", "true false"), ("parity(7)", "false true")],
+    );
+}
+
+#[test]
+fn hex_binary_and_octal_literals_are_64_bit_patterns() {
+    expect_lines(
+        "import std/math (shiftRightLogical)\n",
+        &[
+            ("show(0xffffffffffffffff)", "-1"),
+            ("show(0x9e3779b97f4a7c15)", "-7046029254386353131"),
+            ("show(0b1010)", "10"),
+            ("show(0o17)", "15"),
+            ("show(0xFF_FF)", "65535"),
+            ("show(-1 >> 1)", "-1"),
+            ("show(shiftRightLogical(-1, 1))", "9223372036854775807"),
+            ("show(shiftRightLogical(-1, 64))", "0"),
+        ],
+    );
+}
+
+#[test]
+fn string_helpers_of_the_reference_std() {
+    expect_lines(
+        "import std/string (replaceMany, foldSlices, mapSlicesJoin, startsWithIgnoreCase, toUpper, length)\n",
+        &[
+            ("replaceMany(\"a &lt; b &amp;&amp; c\", [(\"&lt;\", \"<\"), (\"&amp;\", \"&\")])", "a < b && c"),
+            ("replaceMany(\"aaa\", [(\"a\", \"aa\"), (\"aa\", \"x\")])", "aaaaaa"),
+            ("show(foldSlices(\"ab\\ncde\\n\", \"\\n\", 0, \\acc line. acc + length(line)))", "5"),
+            ("mapSlicesJoin(\"a,b,c\", \",\", \\f. toUpper(f))", "A,B,C"),
+            ("show(startsWithIgnoreCase(\"Content-Type: x\", \"content-type\"))", "true"),
+            ("show(startsWithIgnoreCase(\"Co\", \"content\"))", "false"),
+            ("show(_str_eq(\"a\", \"a\"))", "true"),
+        ],
+    );
+}
+
+#[test]
+fn io_reads_lines_as_options_and_writes_to_stderr() {
+    let source = r#"module m
+import std/io (readLineOpt, printErr, eprintln, flush, print)
+func loop(n: int) -> int ! {IO} {
+  match readLineOpt(()) {
+    Some(line) => { print("[${line}]"); loop(n + 1) },
+    None => n
+  }
+}
+export func main() -> () ! {IO} {
+  let n = loop(0);
+  flush(());
+  printErr("lines: ");
+  eprintln(show(n))
+}
+"#;
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("m.ail"), source).expect("write");
+    let mut child = Command::new(BIN)
+        .args(["run", "--caps", "IO", "m.ail"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    use std::io::Write;
+    child.stdin.take().expect("stdin").write_all(b"a\r\n\nlast").expect("write stdin");
+    let out: Outcome = child.wait_with_output().expect("wait").into();
+    assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (0, "[a][][last]", "lines: 3\n"));
 }

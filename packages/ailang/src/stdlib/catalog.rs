@@ -48,6 +48,7 @@ pub static BUILTINS: &[Builtin] = &[
     b("prelude", "println", "(string) -> () ! {IO}", "write a string and a newline to stdout (needs --caps IO)"),
     b("prelude", "_io_print", "(string) -> () ! {IO}", "the reference's internal name for print"),
     b("prelude", "_io_println", "(string) -> () ! {IO}", "the reference's internal name for println"),
+    b("prelude", "_str_eq", "(string, string) -> bool", "the reference's internal name for string =="),
     // std/io
     b("std/io", "print", "(string) -> () ! {IO}", "write a string to stdout"),
     b("std/io", "println", "(string) -> () ! {IO}", "write a string and a newline to stdout"),
@@ -57,6 +58,15 @@ pub static BUILTINS: &[Builtin] = &[
         "(()) -> string ! {IO}",
         "read one line from stdin, without its newline (\"\" at end of input)",
     ),
+    b(
+        "std/io",
+        "readLineOpt",
+        "(()) -> Option[string] ! {IO}",
+        "read one line from stdin without its newline; None at end of input",
+    ),
+    b("std/io", "flush", "(()) -> () ! {IO}", "write out what print has buffered"),
+    b("std/io", "printErr", "(string) -> () ! {IO}", "write a string to stderr"),
+    b("std/io", "eprintln", "(string) -> () ! {IO}", "write a string and a newline to stderr"),
     // std/fs
     b("std/fs", "readFile", "(string) -> string ! {FS}", "read a UTF-8 file beneath the sandbox root"),
     b("std/fs", "writeFile", "(string, string) -> () ! {FS}", "write a file beneath the sandbox root, atomically"),
@@ -158,6 +168,25 @@ pub static BUILTINS: &[Builtin] = &[
         "the non-empty pieces between any of the separator characters",
     ),
     b("std/string", "replace", "(string, string, string) -> string", "every occurrence of old replaced by new"),
+    b(
+        "std/string",
+        "replaceMany",
+        "(string, [(string, string)]) -> string",
+        "every (from, to) replaced in one pass; at a position the first matching pair wins",
+    ),
+    b(
+        "std/string",
+        "foldSlices",
+        "(string, string, a, (a, string) -> a) -> a",
+        "fold over the pieces between separators, without building the list",
+    ),
+    b(
+        "std/string",
+        "mapSlicesJoin",
+        "(string, string, (string) -> string) -> string",
+        "split on the separator, map each piece, join with the same separator",
+    ),
+    b("std/string", "startsWithIgnoreCase", "(string, string) -> bool", "startsWith, ignoring case"),
     // std/list
     b("std/list", "length", "([a]) -> int", "the number of items"),
     b("std/list", "head", "([a]) -> Option[a]", "the first item"),
@@ -267,6 +296,12 @@ pub static BUILTINS: &[Builtin] = &[
     b("std/math", "PI", "(()) -> float", "the constant pi"),
     b("std/math", "E", "(()) -> float", "Euler's number e"),
     b("std/math", "isNaN", "(float) -> bool", "whether a float is NaN (NaN is never == to anything)"),
+    b(
+        "std/math",
+        "shiftRightLogical",
+        "(int, int) -> int",
+        "shift right filling with zeros (>> keeps the sign); counts of 64 or more give 0",
+    ),
     b("std/math", "bitwiseOr", "(int, int) -> int", "bitwise OR (AILANG has no | operator)"),
 ];
 

@@ -37,6 +37,13 @@ pub static MODULE: StdModule = StdModule {
         native("PI", 1, |_, _| Ok(Value::Float(std::f64::consts::PI))),
         native("E", 1, |_, _| Ok(Value::Float(std::f64::consts::E))),
         native("isNaN", 1, |_, a| Ok(Value::Bool(as_float(&a[0], "isNaN")?.is_nan()))),
+        native("shiftRightLogical", 2, |_, a| {
+            let (n, count) = (as_int(&a[0], "shiftRightLogical")?, as_int(&a[1], "shiftRightLogical")?);
+            if count < 0 {
+                return Err(crate::Diagnostic::new("RT_SHIFT", "negative shift count", None));
+            }
+            Ok(Value::Int(if count >= 64 { 0 } else { ((n as u64) >> count) as i64 }))
+        }),
         native("bitwiseOr", 2, |_, a| Ok(Value::Int(as_int(&a[0], "bitwiseOr")? | as_int(&a[1], "bitwiseOr")?))),
     ],
 };
