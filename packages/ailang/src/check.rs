@@ -392,6 +392,16 @@ impl<'p> Checker<'p> {
         let mut params = Vec::new();
         for p in &f.params {
             params.push(match &p.ty {
+                // A function-typed parameter written without `! {…}` takes a function with
+                // any effects, as in the reference: the effects stay latent in the value, and
+                // the capability check at run time still guards them.
+                Some(te @ TypeExpr::Func(_, _, None)) => {
+                    self.s.level = 1;
+                    match self.ty_of(te, &mut tvars, p.pos, true) {
+                        Ty::Func(ps, r, _) => Ty::func(ps.to_vec(), (*r).clone(), self.s.open_row()),
+                        other => other,
+                    }
+                }
                 Some(te) => {
                     self.s.level = 1;
                     self.ty_of(te, &mut tvars, p.pos, true)

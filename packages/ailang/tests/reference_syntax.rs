@@ -388,3 +388,30 @@ export func main() -> () ! {IO} {
     let out: Outcome = child.wait_with_output().expect("wait").into();
     assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (0, "[a][][last]", "lines: 3\n"));
 }
+
+#[test]
+fn a_function_parameter_without_an_effect_row_takes_effectful_functions() {
+    let source = r#"module m
+import std/io (println)
+type Hooks = { onEvent: string -> () ! {IO} }
+func logEvent(s: string) -> () ! {IO} = println(s)
+pure func mkHooks() -> Hooks = { onEvent: logEvent }
+func applyTo(f: string -> (), s: string) -> () = f(s)
+export func main() -> () ! {IO} {
+  applyTo(logEvent, "through a parameter");
+  mkHooks().onEvent("through a field")
+}
+"#;
+    let out = ailang_on(source, &["run", "--caps", "IO"]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, "through a parameter\nthrough a field\n"), "{}", out.stderr);
+    // The effect is still checked where it happens: without the capability the call fails.
+    let out = ailang_on(source, &["run"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("EVA004: missing capability: IO"), "{}", out.stderr);
+    // std's pure combinators keep refusing an effectful function: mapE is the effectful one.
+    let out = ailang_on(
+        "module m\nimport std/list (map)\nexport func main(s: string) -> string ! {IO} {\n  let u = map(\\x. println(x), [s]);\n  s\n}\n",
+        &["check"],
+    );
+    assert!(out.stderr.contains("TC009"), "{}", out.stderr);
+}
