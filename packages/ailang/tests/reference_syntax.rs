@@ -415,3 +415,28 @@ export func main() -> () ! {IO} {
     );
     assert!(out.stderr.contains("TC009"), "{}", out.stderr);
 }
+
+#[test]
+fn std_array_holds_items_by_index() {
+    expect_lines(
+        "import std/array (make, get, getOpt, set, length as arrayLength, fromList, toList, append, empty)\n",
+        &[
+            ("show(get(set(make(3, 0), 1, 7), 1))", "7"),
+            ("show(toList(set(fromList([1, 2, 3]), 0, 9)))", "[9, 2, 3]"),
+            ("show(getOpt(#[10, 20], 5))", "None"),
+            ("show(getOpt(#[10, 20], 1))", "Some(20)"),
+            ("show(arrayLength(append(empty(), \"x\")))", "1"),
+        ],
+    );
+    let stderr = expect_failure(
+        "module m\nimport std/array (get)\nexport func main(input: string) -> string = show(get(#[1, 2], 2))\n",
+        "",
+        1,
+    );
+    assert!(stderr.contains("RT_INDEX: get: index 2 out of bounds for array of length 2"), "{stderr}");
+    let out = ailang_on(
+        "module m\nimport std/array (make)\nfunc f(a: Array[int]) -> int = 1\nexport func main() -> int = f(make(2, \"s\"))\n",
+        &["check"],
+    );
+    assert!(out.stderr.contains("TC001"), "{}", out.stderr);
+}

@@ -33,6 +33,7 @@ pub const STD_TYPES: &[(&str, &str)] = &[
     ("prelude", "type Result[a, e] = Ok(a) | Err(e)"),
     ("std/option", "type Option[a] = Some(a) | None"),
     ("std/result", "type Result[a, e] = Ok(a) | Err(e)"),
+    ("std/array", "type Array[a] = [a]"),
     (
         "std/json",
         "type Json = JNull | JBool(bool) | JNumber(float) | JString(string) | JArray([Json]) | JObject([{key: string, value: Json}])",
@@ -270,6 +271,17 @@ pub static BUILTINS: &[Builtin] = &[
     b("std/bytes", "toBase64URL", "(bytes) -> string", "URL-safe base64 without padding"),
     b("std/bytes", "fromBase64", "(string) -> Option[bytes]", "decode standard base64"),
     b("std/bytes", "fromBase64URL", "(string) -> Option[bytes]", "decode URL-safe base64"),
+    // std/array
+    b("std/array", "empty", "(()) -> Array[a]", "an empty array"),
+    b("std/array", "make", "(int, a) -> Array[a]", "an array of n copies of a value"),
+    b("std/array", "fromList", "([a]) -> Array[a]", "the list's items as an array"),
+    b("std/array", "toList", "(Array[a]) -> [a]", "the array's items as a list"),
+    b("std/array", "length", "(Array[a]) -> int", "the number of items"),
+    b("std/array", "get", "(Array[a], int) -> a", "the item at an index (an error out of bounds)"),
+    b("std/array", "unsafeGet", "(Array[a], int) -> a", "the item at an index (an error out of bounds)"),
+    b("std/array", "getOpt", "(Array[a], int) -> Option[a]", "the item at an index, or None"),
+    b("std/array", "set", "(Array[a], int, a) -> Array[a]", "a copy with one item replaced (an error out of bounds)"),
+    b("std/array", "append", "(Array[a], a) -> Array[a]", "a copy with one item added at the end"),
     // std/math
     b("std/math", "intToFloat", "(int) -> float", "convert an int to a float"),
     b("std/math", "floatToInt", "(float) -> int", "truncate a float toward zero"),
