@@ -327,6 +327,10 @@ fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
     let result = match interp.bind_top_lets(&program.module).and_then(|()| interp.call_decl(&entry, vec![arg])) {
         Ok(v) => v,
         Err(e) => {
+            if let Some(status) = crate::stdlib::io::exit_status(&e) {
+                let _ = io.out.flush();
+                return status;
+            }
             let _ = writeln!(io.err, "Error: execution failed: {}", e.in_file(&file));
             return 1;
         }

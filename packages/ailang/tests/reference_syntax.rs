@@ -440,3 +440,13 @@ fn std_array_holds_items_by_index() {
     );
     assert!(out.stderr.contains("TC001"), "{}", out.stderr);
 }
+
+#[test]
+fn exit_ends_the_run_with_its_status_after_what_was_printed() {
+    let source = "module m\nimport std/io (println, exit)\nexport func main() -> () ! {IO} = {\n  println(\"before\");\n  exit(42);\n  println(\"after\")\n}\n";
+    let out = ailang_on(source, &["run", "--caps", "IO"]);
+    assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (42, "before\n", ""));
+    let out = ailang_on(source, &["run"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("EVA004: missing capability: IO"), "{}", out.stderr);
+}

@@ -65,6 +65,7 @@ pub static BUILTINS: &[Builtin] = &[
         "(()) -> Option[string] ! {IO}",
         "read one line from stdin without its newline; None at end of input",
     ),
+    b("std/io", "exit", "(int) -> a ! {IO}", "end the program with an exit status (what was printed stays printed)"),
     b("std/io", "flush", "(()) -> () ! {IO}", "write out what print has buffered"),
     b("std/io", "printErr", "(string) -> () ! {IO}", "write a string to stderr"),
     b("std/io", "eprintln", "(string) -> () ! {IO}", "write a string and a newline to stderr"),

@@ -21,10 +21,27 @@ pub static MODULE: StdModule = StdModule {
                 .map_err(|e| Diagnostic::new("EVA001", format!("cannot write to stdout: {e}"), None))?;
             Ok(Value::Unit)
         }),
+        native("exit", 1, |it, a| {
+            require(it, "IO")?;
+            Err(exit_request(as_int(&a[0], "exit")?))
+        }),
         native("printErr", 1, |it, a| print_err(it, &a[0], false)),
         native("eprintln", 1, |it, a| print_err(it, &a[0], true)),
     ],
 };
+
+/// The code of the diagnostic `exit(n)` unwinds the evaluation with; the command line ends the
+/// process with the status it carries, after what was printed.
+pub const EXIT: &str = "EXIT";
+
+fn exit_request(status: i64) -> Diagnostic {
+    Diagnostic::new(EXIT, status.to_string(), None)
+}
+
+/// The status an `exit(n)` asked for (Unix keeps its low byte), if `d` is that request.
+pub fn exit_status(d: &Diagnostic) -> Option<i32> {
+    (d.code == EXIT).then(|| d.message.parse::<i64>().map_or(1, |n| (n & 0xff) as i32))
+}
 
 pub fn require(it: &Interp, cap: &str) -> Result<(), Diagnostic> {
     if it.has_capability(cap) {
