@@ -618,7 +618,21 @@ impl<'p> Checker<'p> {
                 format!("infinite type: {} would have to contain itself ({}): {what}", p.show(&a), p.show(&b)),
                 pos,
             ),
-            UnifyError::MissingLabel { label, has, effect: false } => {
+            UnifyError::MissingLabel { label, has, effect: false, extra: true } => {
+                // The value has a field the expected (closed) record type does not take.
+                let list = has.iter().map(|h| h.to_string()).collect::<Vec<_>>().join(", ");
+                let open =
+                    has.iter().map(|h| format!("{h}: …")).chain(["...".to_string()]).collect::<Vec<_>>().join(", ");
+                Diagnostic::at(
+                    "TC001",
+                    format!(
+                        "this record has a field '{label}' that is not expected (expected exactly: {list}): {what}"
+                    ),
+                    pos,
+                )
+                .with_suggestion(format!("drop the field, or accept more fields with an open record type {{{open}}}"))
+            }
+            UnifyError::MissingLabel { label, has, effect: false, .. } => {
                 let list = has.iter().map(|h| h.to_string()).collect::<Vec<_>>().join(", ");
                 let mut d = Diagnostic::at(
                     "TC001",

@@ -450,3 +450,13 @@ fn exit_ends_the_run_with_its_status_after_what_was_printed() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("EVA004: missing capability: IO"), "{}", out.stderr);
 }
+
+#[test]
+fn an_extra_field_for_a_closed_record_type_is_named_with_the_open_form() {
+    let source = "module m\nfunc getId(r: {id: int}) -> int = r.id\nfunc getAny(r: {id: int, ...}) -> int = r.id\nexport func main() -> int = getAny({id: 1, name: \"x\"}) + getId({id: 1, name: \"x\"})\n";
+    let out = ailang_on(source, &["check"]);
+    assert_eq!(
+        out.stderr,
+        "Error: TC001: this record has a field 'name' that is not expected (expected exactly: id): argument 1 of 'getId' at m.ail:4:64\n  Fix: drop the field, or accept more fields with an open record type {id: …, ...}\n"
+    );
+}
