@@ -73,6 +73,7 @@ pub static BUILTINS: &[Builtin] = &[
     b("std/fs", "readFile", "(string) -> string ! {FS}", "read a UTF-8 file beneath the sandbox root"),
     b("std/fs", "writeFile", "(string, string) -> () ! {FS}", "write a file beneath the sandbox root, atomically"),
     b("std/fs", "exists", "(string) -> bool ! {FS}", "whether a path beneath the sandbox root exists"),
+    b("std/fs", "fileExists", "(string) -> bool ! {FS}", "whether a path beneath the sandbox root exists (= exists)"),
     b(
         "std/fs",
         "listDir",
