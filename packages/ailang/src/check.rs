@@ -104,6 +104,8 @@ struct Checker<'p> {
     owner: Option<Name>,
     depth: usize,
     too_deep: bool,
+    /// The top-level `let` being checked, for messages.
+    top_let: Option<Name>,
     /// `import std/list as L`: alias → module path; `L.map` reads the module's `map`.
     module_aliases: HashMap<Name, String>,
     /// Every int literal with its type, to mark those that resolved to `float`.
@@ -171,6 +173,7 @@ impl<'p> Checker<'p> {
             owner: None,
             depth: 0,
             too_deep: false,
+            top_let: None,
             module_aliases: HashMap::default(),
             int_literals: Vec::new(),
             errors: Vec::new(),
@@ -264,8 +267,10 @@ impl<'p> Checker<'p> {
     /// `let x[: T] = e` at module level: pure, numbers defaulted, then generalised.
     fn check_top_let(&mut self, top: &'p TopLet) {
         self.enter_scope(None, Ty::closed_row());
+        self.top_let = Some(top.name.clone());
         self.s.level += 1;
         let t = self.infer(&top.value);
+        self.top_let = None;
         if let Some(te) = &top.ty {
             let declared = self.ty_of(te, &mut HashMap::default(), top.pos, true);
             let what = || format!("the value of '{}' must have its declared type", top.name);
@@ -1108,8 +1113,14 @@ impl<'p> Checker<'p> {
                 let _ = self.s.unify(&Ty::Var(t), &Ty::row([(label.clone(), Ty::unit())].into(), Some(fresh)));
                 continue;
             }
-            let d = match &self.owner {
-                Some(f) => Diagnostic::at(
+            let d = match (&self.top_let, &self.owner) {
+                (Some(value), _) => Diagnostic::at(
+                    "TC009",
+                    format!("{} needs the {label} effect, but the top-level value '{value}' must be pure", callee()),
+                    pos,
+                )
+                .with_suggestion(format!("compute it in a function that declares ! {{{label}}}, such as main")),
+                (None, Some(f)) => Diagnostic::at(
                     "TC009",
                     format!("{} needs the {label} effect, but '{f}' does not declare it", callee()),
                     pos,
@@ -1117,7 +1128,7 @@ impl<'p> Checker<'p> {
                 .with_suggestion(format!(
                     "declare it: func {f}(…) -> … ! {{{label}}}, and grant it at run time with --caps {label}"
                 )),
-                None => Diagnostic::at(
+                (None, None) => Diagnostic::at(
                     "TC009",
                     format!("{} needs the {label} effect, but this function must be pure where it is used", callee()),
                     pos,

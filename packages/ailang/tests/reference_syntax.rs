@@ -128,6 +128,12 @@ test "a test sees them" = twice == 6 && short("ab")
     // A value's declared type is checked, and a name is defined once.
     let out = ailang_on("module m\nlet n: string = 1 + 1\n", &["check"]);
     assert!(out.stderr.contains("the value of 'n' must have its declared type"), "{}", out.stderr);
+    let out = ailang_on("module m\nlet n = println(\"x\")\n", &["check"]);
+    assert!(
+        out.stderr.contains("TC009: 'println' needs the IO effect, but the top-level value 'n' must be pure"),
+        "{}",
+        out.stderr
+    );
     let out = ailang_on("module m\nlet n = 1\nfunc n() -> int = 2\n", &["check"]);
     assert!(out.stderr.contains("MOD007: duplicate definition of 'n'"), "{}", out.stderr);
 }
