@@ -191,24 +191,26 @@ impl Interp {
             ExprKind::Block(stmts) => {
                 let mut scope = env.clone();
                 let mut last = Value::Unit;
-                let mut at = 0;
-                while let Some(stmt) = stmts.get(at) {
-                    at += 1;
+                // Statements a `letrec` group already bound.
+                let mut skip = 0;
+                for (at, stmt) in stmts.iter().enumerate() {
+                    if skip > 0 {
+                        skip -= 1;
+                        continue;
+                    }
                     match stmt {
-                        Stmt::Let { recursive: true, .. } if rec_group_len(&stmts[at - 1..]) > 1 => {
-                            let len = rec_group_len(&stmts[at - 1..]);
-                            bind_rec_group(&stmts[at - 1..at - 1 + len], &mut scope);
-                            at += len - 1;
-                            last = Value::Unit;
-                        }
                         Stmt::Let { pat, value, recursive, .. } => {
-                            self.bind_let(pat, value, *recursive, &mut scope)?;
+                            let group = if *recursive { rec_group_len(&stmts[at..]) } else { 0 };
+                            if group > 1 {
+                                bind_rec_group(&stmts[at..at + group], &mut scope);
+                                skip = group - 1;
+                            } else {
+                                self.bind_let(pat, value, *recursive, &mut scope)?;
+                            }
                             last = Value::Unit;
                         }
                         Stmt::Assert(cond) => {
-                            if !as_bool(&self.eval(cond, &scope)?, "assert")? {
-                                return Err(rt("RT_ASSERT", "assertion failed").in_pos(cond.pos));
-                            }
+                            self.assert(cond, &scope)?;
                             last = Value::Unit;
                         }
                         Stmt::Expr(e) => last = self.eval(e, &scope)?,
@@ -234,6 +236,17 @@ impl Interp {
                 binary(*op, left, right)?
             }
         })
+    }
+
+    /// `assert cond`: an `RT_ASSERT` error unless `cond` holds. Kept out of `eval_inner`, whose
+    /// stack frame every nested expression pays.
+    #[inline(never)]
+    fn assert(&mut self, cond: &Expr, env: &Env) -> Result<(), Diagnostic> {
+        if as_bool(&self.eval(cond, env)?, "assert")? {
+            Ok(())
+        } else {
+            Err(rt("RT_ASSERT", "assertion failed").in_pos(cond.pos))
+        }
     }
 
     fn lookup(&self, name: &Name, env: &Env) -> Result<Value, Diagnostic> {
@@ -356,18 +369,7 @@ impl Interp {
                 self.call_decl(&decl, args)
             }
             Callable::Closure { lambda, env } => self.call_lambda(lambda, env.clone(), args),
-            Callable::RecClosure { group, index, env } => {
-                let mut scope = env.clone();
-                for (i, (name, _)) in group.iter().enumerate() {
-                    let member = if i == *index {
-                        f.clone()
-                    } else {
-                        Value::Func(Rc::new(Callable::RecClosure { group: group.clone(), index: i, env: env.clone() }))
-                    };
-                    scope = bind(&scope, name.clone(), member);
-                }
-                self.call_lambda(&group[*index].1, scope, args)
-            }
+            Callable::RecClosure { group, index, env } => self.call_rec(f, group, *index, env, args),
             Callable::Native(native) => {
                 if args.is_empty() && native.arity == 1 {
                     args.push(Value::Unit);
@@ -386,6 +388,29 @@ impl Interp {
                 Ok(Value::Ctor(Rc::new(CtorValue { name: name.clone(), args: Seq(args) })))
             }
         }
+    }
+
+    /// Call lambda `index` of a `letrec` group, in its environment extended with every
+    /// member of the group (`f` itself among them).
+    #[inline(never)]
+    fn call_rec(
+        &mut self,
+        f: &Value,
+        group: &Rc<[(Name, Rc<Lambda>)]>,
+        index: usize,
+        env: &Env,
+        args: Vec<Value>,
+    ) -> Result<Value, Diagnostic> {
+        let mut scope = env.clone();
+        for (i, (name, _)) in group.iter().enumerate() {
+            let member = if i == index {
+                f.clone()
+            } else {
+                Value::Func(Rc::new(Callable::RecClosure { group: group.clone(), index: i, env: env.clone() }))
+            };
+            scope = bind(&scope, name.clone(), member);
+        }
+        self.call_lambda(&group[index].1, scope, args)
     }
 
     fn enter_call(&mut self) -> Result<(), Diagnostic> {
@@ -452,6 +477,7 @@ pub fn rec_group_len(stmts: &[Stmt]) -> usize {
 }
 
 /// Bind a group of consecutive `letrec` lambdas, each seeing all of them.
+#[inline(never)]
 fn bind_rec_group(stmts: &[Stmt], scope: &mut Env) {
     let group: Rc<[(Name, Rc<Lambda>)]> =
         stmts.iter().filter_map(rec_lambda).map(|(name, lambda)| (name.clone(), lambda.clone())).collect();
