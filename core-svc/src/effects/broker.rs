@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
+use serde_json::json;
 use world_model::{
-    AccessTriple, EffectIntent, EffectOutcome, EffectOutcomeStatus, EffectRecord, EffectStatus, Grant, HashRef,
-    PlannedEffect, effect, request_payload, select_grant,
+    AccessTriple, DenialDetail, EffectIntent, EffectOutcome, EffectOutcomeStatus, EffectRecord, EffectStatus, Grant,
+    HashRef, PlannedEffect, canonical_value, effect, request_payload, select_grant,
 };
 
 use super::handlers::{Bound, Effects, HandlerFailure};
@@ -21,8 +22,11 @@ pub struct Dispatched {
     pub status: EffectStatus,
     /// The durable effect record; the commit carries it too, so the log indexes it.
     pub record: StoredObject,
-    /// The handler's output (canonical JSON) when the effect succeeded.
+    /// The handler's output (canonical JSON) when it ran: what it answered, or for a failed
+    /// effect its reason.
     pub output: Option<Vec<u8>>,
+    /// Why a denied effect was denied, with the grant's numbers.
+    pub denial: Option<DenialDetail>,
     /// The outcome of an effect that ran, still to be made durable: inside the call's commit
     /// when it commits (one durable write fewer), by [`record_outcome`] when it does not.
     pub pending: Option<PendingOutcome>,
@@ -52,6 +56,9 @@ pub struct EffectCall<'a> {
     pub effects: &'a Effects,
     pub bound: &'a Bound,
     pub episode: &'a str,
+    /// The session's grants as minted, in ledger order: a denial reports the chosen grant's
+    /// budget and what the episode has spent of it.
+    pub grants: &'a [Grant],
     /// The invocation that planned the effect.
     pub call_id: &'a str,
     pub effect: &'a PlannedEffect,
@@ -80,13 +87,20 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
                 world_model::Decision::Denied(denial) => denial,
                 world_model::Decision::Allowed { .. } => world_model::Denial::EffectName,
             };
+            let detail = denial_detail(ledger, call.grants, selection.grant_index, requirement, denial, call.episode);
             let record = EffectRecord::denied(requirement, budget_before, denial, request.hash);
             let record = record_object(&record).map_err(|e| not_run("denial record", &e))?;
             tokio::time::timeout(call.write_budget, call.store.put_objects(&[&record]))
                 .await
                 .map_err(|_| not_run("denial record", &"the write budget ended"))?
                 .map_err(|e| not_run("denial record", &e))?;
-            return Ok(Dispatched { status: EffectStatus::Denied, record, output: None, pending: None });
+            return Ok(Dispatched {
+                status: EffectStatus::Denied,
+                record,
+                output: None,
+                denial: Some(detail),
+                pending: None,
+            });
         }
     };
     let (grant_index, remaining) = index;
@@ -121,37 +135,36 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
         records,
         cause,
     };
-    let output = match handled {
-        Ok(Ok(output)) => Ok(output),
-        Ok(Err(HandlerFailure::Failed(cause))) => Err(cause),
+    let (output, failed) = match handled {
+        Ok(Ok(output)) => (output.bytes, output.refused),
+        // The reason is the failed effect's result, so the caller and the log see it.
+        Ok(Err(HandlerFailure::Failed(cause))) => {
+            (canonical_value(&json!({"ok": false, "refused": cause})), true)
+        }
         // Whether the handler changed anything is unknown: no record, no outcome; the
         // receipt stays indeterminate and the budget stays debited.
         Ok(Err(HandlerFailure::Indeterminate(cause))) => return Err(unrecorded(Vec::new(), cause)),
         Err(_) => return Err(unrecorded(Vec::new(), format!("the handler ran past {:?}", call.handler_timeout))),
     };
 
-    let result = output.as_ref().ok().map(|bytes| StoredObject::new(effect::RESULT, PROVENANCE, bytes.clone()));
-    let record = match &result {
-        Some(result) => EffectRecord::ok(requirement, budget_before, request.hash, result.hash),
-        None => EffectRecord::failed(requirement, budget_before, request.hash),
+    let result = StoredObject::new(effect::RESULT, PROVENANCE, output.clone());
+    let record = if failed {
+        tracing::warn!(effect = %effect_id, reason = %String::from_utf8_lossy(&output), "effect failed");
+        EffectRecord::failed(requirement, budget_before, request.hash, Some(result.hash))
+    } else {
+        EffectRecord::ok(requirement, budget_before, request.hash, result.hash)
     };
     let record = record_object(&record).map_err(|e| unrecorded(Vec::new(), e.to_string()))?;
     let outcome = EffectOutcome {
         invocation_id: effect_id.clone(),
-        status: if output.is_ok() { EffectOutcomeStatus::Succeeded } else { EffectOutcomeStatus::Failed },
+        status: if failed { EffectOutcomeStatus::Failed } else { EffectOutcomeStatus::Succeeded },
         record_ref: record.hash,
         logical_time: call.now,
     };
     let outcome = StoredObject::new(effect::OUTCOME, PROVENANCE, outcome.payload());
-    let (status, output) = match output {
-        Ok(output) => (EffectStatus::Ok, Some(output)),
-        Err(cause) => {
-            tracing::warn!(effect = %effect_id, %cause, "effect failed");
-            (EffectStatus::Failed, None)
-        }
-    };
-    let pending = PendingOutcome { effect_id, objects: result.into_iter().chain([record.clone()]).collect(), outcome };
-    Ok(Dispatched { status, record, output, pending: Some(pending) })
+    let status = if failed { EffectStatus::Failed } else { EffectStatus::Ok };
+    let pending = PendingOutcome { effect_id, objects: vec![result, record.clone()], outcome };
+    Ok(Dispatched { status, record, output: Some(output), denial: None, pending: Some(pending) })
 }
 
 /// Writes an outcome the call will not commit (it failed after the effect ran), on its own
@@ -165,6 +178,26 @@ pub async fn record_outcome(store: &Store, pending: &PendingOutcome, budget: Dur
         Ok(Err(error)) => Err(format!("writing the outcome of {}: {error}", pending.effect_id)),
         Err(_) => Err(format!("writing the outcome of {} ran past its budget", pending.effect_id)),
     }
+}
+
+/// The denial as the finish phase reads it. The numbers are the chosen grant's when it is a
+/// grant for this effect (budget as minted, spent in this episode so far); otherwise 0.
+fn denial_detail(
+    ledger: &[Grant],
+    minted: &[Grant],
+    index: Option<usize>,
+    requirement: &AccessTriple,
+    denial: world_model::Denial,
+    episode: &str,
+) -> DenialDetail {
+    let chosen = index.and_then(|i| Some((minted.get(i)?, ledger.get(i)?)));
+    let (budget, spent) = match chosen {
+        Some((grant, left)) if grant.effect == requirement.effect => {
+            (grant.budget, grant.budget.saturating_sub(left.budget).max(0))
+        }
+        _ => (0, 0),
+    };
+    DenialDetail { reason: denial.label().to_owned(), budget, spent, episode: episode.to_owned() }
 }
 
 fn record_object(record: &EffectRecord) -> Result<StoredObject, world_model::RecordLawError> {

@@ -106,6 +106,7 @@ impl Coordinator {
                 effects,
                 bound: &bound,
                 episode: session.episode.as_str(),
+                grants: &session.grants,
                 call_id: running.id,
                 effect: planned,
                 now,
@@ -122,6 +123,7 @@ impl Coordinator {
                         status: done.status,
                         record: done.record.hash,
                         output: done.output,
+                        denial: done.denial,
                     });
                     record_objects.push(done.record);
                     pending.extend(done.pending);
