@@ -157,9 +157,11 @@ impl AilangHandlers {
         let fields: Map<String, Value> =
             serde_json::from_slice(payload).map_err(|e| fail(format!("the payload is not one JSON object: {e}")))?;
         let request = Request { effect, fields: &fields };
+        // Boxed: the operations' futures nest several interpreter runs, too deep for a worker
+        // thread's stack in an unoptimised build.
         let answer = match effect {
-            "Ailang.Run" => self.run(worktree, &request).await,
-            _ => self.operation(worktree, &request).await,
+            "Ailang.Run" => Box::pin(self.run(worktree, &request)).await,
+            _ => Box::pin(self.operation(worktree, &request)).await,
         };
         let (mut output, refused) = match answer {
             Ok(fields) => (fields, false),
@@ -172,9 +174,11 @@ impl AilangHandlers {
 
     /// A policy-tool request `{op, …}` to `Ailang.Check`, `Ailang.Discover` or `Ailang.CLI`.
     async fn operation(&self, worktree: &Arc<Worktree>, request: &Request<'_>) -> Result<Map<String, Value>, Refusal> {
-        if let Some(alias) = request.fields.keys().find(|k| {
-            ["op", "flags"].iter().any(|name| k.as_str() != *name && k.eq_ignore_ascii_case(name))
-        }) {
+        if let Some(alias) = request
+            .fields
+            .keys()
+            .find(|k| ["op", "flags"].iter().any(|name| k.as_str() != *name && k.eq_ignore_ascii_case(name)))
+        {
             return Err(Refusal(format!("key {alias:?} differs from a known key only in case")));
         }
         let op = request.text("op")?.ok_or_else(|| Refusal(format!("{} needs an op", request.effect)))?;
@@ -222,7 +226,8 @@ impl AilangHandlers {
                 json(false)?;
                 if request.text("package")?.is_some() {
                     return Err(Refusal(
-                        "test with package is not served by World-rs: it has no packages; test one file with path".into(),
+                        "test with package is not served by World-rs: it has no packages; test one file with path"
+                            .into(),
                     ));
                 }
                 let path = request.needed(op, "path")?;
@@ -231,7 +236,8 @@ impl AilangHandlers {
             "builtins_list" => self.builtins_list(worktree, json(true)?).await,
             "builtins_show" => {
                 let name = request.needed(op, "module")?;
-                let argv = if json(true)? { vec!["builtins", "show", name, "--json"] } else { vec!["builtins", "show", name] };
+                let argv =
+                    if json(true)? { vec!["builtins", "show", name, "--json"] } else { vec!["builtins", "show", name] };
                 self.command(worktree, &argv, None).await
             }
             "examples_list" => {
@@ -244,7 +250,8 @@ impl AilangHandlers {
             }
             "examples_show" => {
                 let name = request.needed(op, "module")?;
-                let argv = if json(true)? { vec!["examples", "show", name, "--json"] } else { vec!["examples", "show", name] };
+                let argv =
+                    if json(true)? { vec!["examples", "show", name, "--json"] } else { vec!["examples", "show", name] };
                 self.command(worktree, &argv, None).await
             }
             "iface" => {
@@ -307,7 +314,8 @@ impl AilangHandlers {
             return Ok(output);
         }
         output.insert("argv".into(), json!(["ailang", "builtins", "list"]));
-        let inventory = output.get("stdout").and_then(Value::as_str).and_then(|s| serde_json::from_str::<Value>(s).ok());
+        let inventory =
+            output.get("stdout").and_then(Value::as_str).and_then(|s| serde_json::from_str::<Value>(s).ok());
         let Some(Value::Array(entries)) = inventory.and_then(|mut v| v.get_mut("builtins").map(Value::take)) else {
             return Ok(output);
         };
@@ -328,8 +336,8 @@ impl AilangHandlers {
         Ok(output)
     }
 
-    /// `examples_search`: the interpreter's text answer, plus `matches` (name, path, and for
-    /// the first hits the first source line holding a query word).
+    /// `examples_search`: the interpreter's text answer, plus `matches` (name, path,
+    /// description, and for the first hits the first source line holding a query word).
     async fn examples_search(&self, worktree: &Arc<Worktree>, query: &str) -> Result<Map<String, Value>, Refusal> {
         let words: Vec<&str> = query.split_whitespace().collect();
         if words.is_empty() {
@@ -363,10 +371,13 @@ impl AilangHandlers {
                     .ok()
                     .and_then(|v| v.get("source").and_then(Value::as_str).map(str::to_owned))
                     .unwrap_or_default();
-                if let Some((line, text)) = source.lines().enumerate().find(|(_, line)| {
+                let holds = |line: &str| {
                     let lower = line.to_lowercase();
-                    !line.trim_start().starts_with("--") && lowered.iter().any(|w| lower.contains(w.as_str()))
-                }) {
+                    lowered.iter().any(|w| lower.contains(w.as_str()))
+                };
+                // Code before comments: the description already carries the leading comments.
+                let code = source.lines().enumerate().find(|(_, l)| !l.trim_start().starts_with("--") && holds(l));
+                if let Some((line, text)) = code.or_else(|| source.lines().enumerate().find(|(_, l)| holds(l))) {
                     entry["line"] = json!(line + 1);
                     entry["snippet"] = json!(text.trim().chars().take(200).collect::<String>());
                 }
@@ -421,7 +432,8 @@ impl AilangHandlers {
             Some(Value::Array(items)) if items.is_empty() => {}
             Some(Value::Array(_)) => {
                 return Err(Refusal(
-                    "argv is not served by World-rs: the entry receives args_json only, so pass the values there".into(),
+                    "argv is not served by World-rs: the entry receives args_json only, so pass the values there"
+                        .into(),
                 ));
             }
             Some(_) => return Err(Refusal("argv must be an array of strings".into())),
@@ -494,7 +506,8 @@ impl AilangHandlers {
             .and_then(|fs| fs.iter().find(|f| f.get("name").and_then(Value::as_str) == Some("main")));
         Ok(main.map(|main| {
             let text = |key: &str| main.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-            let effects = text("effect").split(',').map(str::trim).filter(|e| !e.is_empty()).map(str::to_owned).collect();
+            let effects =
+                text("effect").split(',').map(str::trim).filter(|e| !e.is_empty()).map(str::to_owned).collect();
             Entry { params: parameters(&text("signature")), effects }
         }))
     }
@@ -569,7 +582,7 @@ impl AilangHandlers {
         if let Some(examples) = &self.examples {
             spawn = spawn.env("AILANG_EXAMPLES", examples);
         }
-        Ok((subprocess::run(spawn, slot, self.timeout, RUN_OUTPUT_CAP).await, sha256))
+        Ok((Box::pin(subprocess::run(spawn, slot, self.timeout, RUN_OUTPUT_CAP)).await, sha256))
     }
 }
 
@@ -739,7 +752,10 @@ mod tests {
     fn parameters_split_at_top_level_commas() {
         assert_eq!(parameters("(string) -> string ! {IO}"), ["string"]);
         assert_eq!(parameters("() -> int"), Vec::<String>::new());
-        assert_eq!(parameters("(int, [(int, string)], {a: int, b: int}) -> int"), ["int", "[(int, string)]", "{a: int, b: int}"]);
+        assert_eq!(
+            parameters("(int, [(int, string)], {a: int, b: int}) -> int"),
+            ["int", "[(int, string)]", "{a: int, b: int}"]
+        );
     }
 
     #[test]
@@ -785,3 +801,4 @@ mod tests {
         assert_eq!(refused, ["axioms", "devtools_prompt", "docs_search", "examples_tags", "fmt", "pkg_docs", "tree"]);
     }
 }
+

@@ -138,9 +138,7 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
     let (output, failed) = match handled {
         Ok(Ok(output)) => (output.bytes, output.refused),
         // The reason is the failed effect's result, so the caller and the log see it.
-        Ok(Err(HandlerFailure::Failed(cause))) => {
-            (canonical_value(&json!({"ok": false, "refused": cause})), true)
-        }
+        Ok(Err(HandlerFailure::Failed(cause))) => (canonical_value(&json!({"ok": false, "refused": cause})), true),
         // Whether the handler changed anything is unknown: no record, no outcome; the
         // receipt stays indeterminate and the budget stays debited.
         Ok(Err(HandlerFailure::Indeterminate(cause))) => return Err(unrecorded(Vec::new(), cause)),

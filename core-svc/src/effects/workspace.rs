@@ -112,11 +112,19 @@ impl WorkspaceHandlers {
                         e.utf8_error().valid_up_to()
                     ),
                 })?;
-                object([("ok", Value::Bool(true)), ("sha256", sha256(content.as_bytes())), ("content", Value::String(content))])
+                object([
+                    ("ok", Value::Bool(true)),
+                    ("sha256", sha256(content.as_bytes())),
+                    ("content", Value::String(content)),
+                ])
             }
             Request::Write { path, content } => {
                 worktree.write(path, content.as_bytes(), policy)?;
-                object([("ok", Value::Bool(true)), ("bytes", Value::from(content.len())), ("sha256", sha256(content.as_bytes()))])
+                object([
+                    ("ok", Value::Bool(true)),
+                    ("bytes", Value::from(content.len())),
+                    ("sha256", sha256(content.as_bytes())),
+                ])
             }
             Request::Edit { path, old_text, new_text } => {
                 let bytes = worktree.read_for_edit(path, policy)?;
@@ -132,7 +140,11 @@ impl WorkspaceHandlers {
                 // Episode effects run one at a time, so nothing of this episode changes the file
                 // between this read and the write.
                 worktree.write(path, edited.as_bytes(), policy)?;
-                object([("ok", Value::Bool(true)), ("bytes", Value::from(edited.len())), ("sha256", sha256(edited.as_bytes()))])
+                object([
+                    ("ok", Value::Bool(true)),
+                    ("bytes", Value::from(edited.len())),
+                    ("sha256", sha256(edited.as_bytes())),
+                ])
             }
         })
     }

@@ -70,12 +70,7 @@ pub struct ConfinementPolicy {
 
 impl Default for ConfinementPolicy {
     fn default() -> Self {
-        Self {
-            max_read_bytes: 1 << 20,
-            max_write_bytes: 1 << 20,
-            max_payload_bytes: 8 << 20,
-            create_parent_dirs: true,
-        }
+        Self { max_read_bytes: 1 << 20, max_write_bytes: 1 << 20, max_payload_bytes: 8 << 20, create_parent_dirs: true }
     }
 }
 
