@@ -490,7 +490,10 @@ mod tests {
         for record in [&ok, &failed, &refused, &denied] {
             assert_eq!(record.check(), Ok(()), "{record:?}");
         }
-        assert_eq!((refused.budget_after, refused.status(), refused.result_ref), (2, EffectStatus::Failed, Some(r("why"))));
+        assert_eq!(
+            (refused.budget_after, refused.status(), refused.result_ref),
+            (2, EffectStatus::Failed, Some(r("why")))
+        );
         assert_eq!((ok.budget_after, ok.allowed, ok.failed, ok.result_ref), (2, true, false, Some(r("res"))));
         assert_eq!((failed.budget_after, failed.allowed, failed.failed, failed.result_ref), (2, true, true, None));
         assert_eq!(

@@ -35,8 +35,8 @@ pub use effect::{
     invocation_id as effect_invocation_id, parse_invocation_id as parse_effect_invocation_id, request_payload,
 };
 pub use effect_plan::{
-    AdmittedPlan, ComposeError, DenialDetail, EFFECT_PLAN, EffectResult, EffectStatus, Law, PlanLawError, PlannedEffect,
-    admit_finish, admit_plan, compose_output, finish_input, plan_input, world_block,
+    AdmittedPlan, ComposeError, DenialDetail, EFFECT_PLAN, EffectResult, EffectStatus, Law, PlanLawError,
+    PlannedEffect, admit_finish, admit_plan, compose_output, finish_input, plan_input, world_block,
 };
 pub use failure::{Failure, FailureCode};
 pub use grant::{
