@@ -801,4 +801,3 @@ mod tests {
         assert_eq!(refused, ["axioms", "devtools_prompt", "docs_search", "examples_tags", "fmt", "pkg_docs", "tree"]);
     }
 }
-
