@@ -201,3 +201,30 @@ fn denial_detail(
 fn record_object(record: &EffectRecord) -> Result<StoredObject, world_model::RecordLawError> {
     Ok(StoredObject::new(effect::RECORD, PROVENANCE, record.encode()?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use world_model::{Denial, seed_grants};
+
+    fn grant(effect: &str, budget: i64) -> Grant {
+        Grant { effect: effect.into(), scope: "worktree".into(), budget, expires_at: i64::MAX }
+    }
+
+    #[test]
+    fn a_denial_reports_the_chosen_grants_budget_and_the_episodes_spend_of_it() {
+        let minted = [grant("Workspace.Write", 5), grant("Workspace.Read", 3)];
+        let spend = [("Workspace.Read".to_owned(), "worktree".to_owned(), 3)];
+        let ledger = seed_grants(&minted, &spend);
+        let read = AccessTriple { effect: "Workspace.Read".into(), scope: "worktree".into(), cost: 1 };
+        let selection = select_grant(&ledger, &read, 0);
+        assert_eq!(selection.decision, world_model::Decision::Denied(Denial::Budget));
+        let detail = denial_detail(&ledger, &minted, selection.grant_index, &read, Denial::Budget, "ep1");
+        assert_eq!(detail, DenialDetail { reason: "denied:budget".into(), budget: 3, spent: 3, episode: "ep1".into() });
+        // No grant for the effect: the reason alone, no numbers of another effect's grant.
+        let check = AccessTriple { effect: "Ailang.Check".into(), ..read };
+        let selection = select_grant(&ledger, &check, 0);
+        let detail = denial_detail(&ledger, &minted, selection.grant_index, &check, Denial::EffectName, "ep1");
+        assert_eq!((detail.reason.as_str(), detail.budget, detail.spent), ("denied:effect-name", 0, 0));
+    }
+}
