@@ -86,23 +86,34 @@ pub async fn mint(
     if ttl_seconds < 0 {
         return Err(MintError::NegativeTtl);
     }
-    let expires_at = now.saturating_add(ttl_seconds);
+    let (minted, row) = new_session(episode, grants, now.saturating_add(ttl_seconds), now, random)?;
+    store.insert_session(&row).await?;
+    Ok(minted)
+}
+
+/// A new session credential and the row that stores it (not yet stored): its grants expire
+/// with it, at `expires_at`.
+pub fn new_session(
+    episode: &Episode,
+    grants: &[Grant],
+    expires_at: i64,
+    now: i64,
+    random: [u8; 32],
+) -> Result<(Minted, SessionRow), StoreError> {
     let grants: Vec<Grant> = grants.iter().map(|g| Grant { expires_at, ..g.clone() }).collect();
     let token = mint_token_hex(random);
     let credential =
         Credential::from_token(&token).map_err(|_| StoreError::Damaged("minted token is malformed".into()))?;
     let credential_id = credential.credential_id();
     let grants_json = serde_json::to_string(&grants).map_err(|e| StoreError::Damaged(e.to_string()))?;
-    store
-        .insert_session(&SessionRow {
-            credential_id: credential_id.clone(),
-            episode: episode.as_str().to_owned(),
-            grants_json,
-            expires_at,
-            created_at: now,
-        })
-        .await?;
-    Ok(Minted { token, credential_id, expires_at })
+    let row = SessionRow {
+        credential_id: credential_id.clone(),
+        episode: episode.as_str().to_owned(),
+        grants_json,
+        expires_at,
+        created_at: now,
+    };
+    Ok((Minted { token, credential_id, expires_at }, row))
 }
 
 /// 32 bytes from the operating system's CSPRNG.

@@ -9,8 +9,8 @@ use std::time::Duration;
 use sqlx::Connection;
 use world_core::genesis::{self, entry_hash, world_ref};
 use world_core::store::{
-    Claim, Commit, LockError, LockMode, LogEntry, OpenMode, Reader, Receipt, ServingLock, SessionRow, Store,
-    StoreError, StoreLocation, StoredObject, WorldRow,
+    Claim, Commit, FENCE, Liveness, LockError, LockMode, LogEntry, OpenMode, Reader, Receipt, ServingLock, SessionRow,
+    Store, StoreError, StoreLocation, StoredObject, WorldRow,
 };
 use world_model::{AccessTriple, Episode, HashRef};
 
@@ -128,6 +128,7 @@ suite!(
     the_serving_lock_excludes_the_exclusive_writer,
     concurrent_commits_on_one_head_have_one_winner,
     invocation_claims_guard_an_id_and_name_its_call,
+    episode_leases_pass_on_when_given_back_or_expired,
     a_planned_commit_extends_the_current_head_and_reports_a_committed_id,
     concurrent_commits_share_transactions_and_each_is_checked_alone,
     a_commit_of_many_objects_is_written_whole,
@@ -192,10 +193,11 @@ async fn a_version_1_store_is_migrated_in_place(location: StoreLocation) {
     store.close().await;
     let mut conn = raw_connection(&location).await;
     let current = index_names(&mut conn, &location).await;
-    // Put the store back as version 1 left it: its three indexes no query reads, and none
-    // of version 3's and 4's effect tables.
+    // Put the store back as version 1 left it: its three indexes no query reads, none of
+    // version 3's and 4's effect tables, and none of version 5's liveness.
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "{UNDO_VERSION_6} DROP TABLE effect_spend; DROP TABLE effect_intents; DROP TABLE episode_leases; \
+        "{UNDO_VERSION_7} {UNDO_VERSION_6} DROP TABLE effect_spend; DROP TABLE effect_intents; DROP TABLE episode_leases; \
+         DROP TABLE cores; ALTER TABLE invocation_claims DROP COLUMN expires_at; \
          CREATE INDEX worlds_by_state_root ON worlds (state_root, world_ref); \
          CREATE INDEX log_entries_by_transition_ref ON log_entries (transition_ref, entry_index); \
          CREATE INDEX log_entries_by_transition_fn ON log_entries (transition_fn, entry_index); \
@@ -399,7 +401,7 @@ async fn sessions_store_only_credential_ids(location: StoreLocation) {
     assert!(store.delete_session(&row.credential_id).await.unwrap());
     assert!(!store.delete_session(&row.credential_id).await.unwrap());
     assert_eq!(store.session(&row.credential_id).await.unwrap(), None);
-    assert_eq!(store.delete_episode_sessions("ep2").await.unwrap(), vec!["b".repeat(64)]);
+    assert_eq!(store.revoke_episode("ep2", 1).await.unwrap(), vec!["b".repeat(64)]);
     assert!(store.list_sessions(None).await.unwrap().is_empty());
 }
 
@@ -512,20 +514,134 @@ async fn race_child() {
 async fn invocation_claims_guard_an_id_and_name_its_call(location: StoreLocation) {
     let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
     let id = "a2a:ep1:t1";
-    assert_eq!(store.claim_invocation(id, "call-a", "core-1", 100, 0).await.unwrap(), Claim::Acquired);
-    assert_eq!(store.claim_invocation(id, "call-a", "core-2", 101, 0).await.unwrap(), Claim::InFlight);
-    assert_eq!(store.claim_invocation(id, "call-b", "core-2", 101, 0).await.unwrap(), Claim::DifferentCall);
-    // A running claim older than the stale bound belongs to a dead owner.
-    assert_eq!(store.claim_invocation(id, "call-a", "core-2", 500, 200).await.unwrap(), Claim::Acquired);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-1/a", 100, 134).await.unwrap(), Claim::Acquired);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-2/b", 101, 135).await.unwrap(), Claim::InFlight);
+    assert_eq!(store.claim_invocation(id, "call-b", "core-2/b", 101, 135).await.unwrap(), Claim::DifferentCall);
+    // A running claim holds until the expiry its owner gave it, and not a second longer.
+    assert_eq!(store.claim_invocation(id, "call-a", "core-2/b", 133, 167).await.unwrap(), Claim::InFlight);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-2/b", 134, 168).await.unwrap(), Claim::Acquired);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-1/a", 135, 169).await.unwrap(), Claim::InFlight);
     // A failed call frees the id; a new attempt may take it.
     store.release_invocation(id, false).await.unwrap();
-    assert_eq!(store.claim_invocation(id, "call-b", "core-3", 600, 0).await.unwrap(), Claim::Acquired);
+    assert_eq!(store.claim_invocation(id, "call-b", "core-3/c", 600, 634).await.unwrap(), Claim::Acquired);
     store.release_invocation(id, true).await.unwrap();
-    assert_eq!(store.claim_invocation(id, "call-b", "core-3", 700, 650).await.unwrap(), Claim::Committed);
-    assert_eq!(store.claim_invocation(id, "call-a", "core-3", 700, 650).await.unwrap(), Claim::DifferentCall);
-    // Releasing a committed claim as failed keeps it committed.
+    assert_eq!(store.claim_invocation(id, "call-b", "core-3/c", 700, 734).await.unwrap(), Claim::Committed);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-3/c", 700, 734).await.unwrap(), Claim::DifferentCall);
+    // Releasing a committed claim as failed keeps it committed, expired or not.
     store.release_invocation(id, false).await.unwrap();
-    assert_eq!(store.claim_invocation(id, "call-b", "core-3", 800, 0).await.unwrap(), Claim::Committed);
+    assert_eq!(store.claim_invocation(id, "call-b", "core-3/c", 9000, 9034).await.unwrap(), Claim::Committed);
+}
+
+async fn episode_leases_pass_on_when_given_back_or_expired(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    assert!(store.acquire_episode_lease("ep1", "turn-1", 100, 134, true).await.unwrap());
+    assert!(!store.acquire_episode_lease("ep1", "turn-2", 133, 167, true).await.unwrap());
+    assert!(store.acquire_episode_lease("ep2", "turn-2", 133, 167, true).await.unwrap(), "episodes apart");
+    assert!(store.acquire_episode_lease("ep1", "turn-2", 134, 168, true).await.unwrap(), "expired");
+    // Giving back a lease someone else took over changes nothing.
+    store.release_episode_lease("ep1", "turn-1").await.unwrap();
+    assert!(!store.acquire_episode_lease("ep1", "turn-3", 140, 174, true).await.unwrap());
+    store.release_episode_lease("ep1", "turn-2").await.unwrap();
+    assert!(store.acquire_episode_lease("ep1", "turn-3", 140, 174, true).await.unwrap());
+    store.close().await;
+}
+
+/// A PostgreSQL store opened as core `core`, with the session that keeps it alive.
+async fn serving_as(location: &StoreLocation, core: &str) -> (Store, Liveness) {
+    let store = Store::open(location, OpenMode::CreateIfMissing).await.unwrap();
+    let liveness = Liveness::start(&store, core).await.expect("register the core");
+    (store, liveness)
+}
+
+/// Moves the liveness times of `core` [`FENCE`] into the past, as if that long had passed.
+async fn age_core(location: &StoreLocation, core: &str) {
+    let mut conn = raw_connection(location).await;
+    let sql = format!(
+        "UPDATE cores SET started_at = started_at - {0}, gone_since = gone_since - {0} WHERE core = '{core}'",
+        FENCE.as_secs()
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await.expect("age the core's row");
+}
+
+/// Waits (bounded) until the store no longer sees `owner` alive: the server ends a closed
+/// session's locks on its own time.
+async fn until_dead(store: &Store, owner: &str) {
+    for _ in 0..100 {
+        if !store.owner_alive(owner).await.unwrap() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{owner} still looks alive");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_cores_claims_leases_and_intents_are_told_apart_from_a_live_ones_on_postgres() {
+    let (location, _guard) = fresh("postgres").await;
+    let (dead, dead_liveness) = serving_as(&location, "core-a").await;
+    let (live, _live_liveness) = serving_as(&location, "core-b").await;
+    let now = world_core::session::now_unix();
+    let later = now + 1000;
+    let id = "a2a:ep1:t1";
+    let dead_owner = dead.owner().to_owned();
+    assert_eq!(dead.claim_invocation(id, "call", &dead_owner, now, later).await.unwrap(), Claim::Acquired);
+    assert!(dead.acquire_episode_lease("ep1", "turn-a", now, later, true).await.unwrap());
+    append_intent(&dead, "ep1", id, 1).await;
+    assert_eq!(live.effect_intent_writer("effect:ep1:0").await.unwrap().as_deref(), Some(dead_owner.as_str()));
+
+    // While core-a lives, what it holds is its own.
+    assert!(live.owner_alive(&dead_owner).await.unwrap());
+    assert_eq!(live.claim_invocation(id, "call", live.owner(), now, later).await.unwrap(), Claim::InFlight);
+    assert!(!live.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
+
+    // Its session ends, as when its process dies.
+    drop(dead_liveness);
+    dead.close().await;
+    until_dead(&live, &dead_owner).await;
+    // Found without its lock, but not yet for FENCE: a core that lost its session while it
+    // runs has that long to stop.
+    assert_eq!(live.claim_invocation(id, "call", live.owner(), now, later).await.unwrap(), Claim::InFlight);
+    assert!(!live.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
+    // Not asking the holder leaves the lease to its expiry.
+    age_core(&location, "core-a").await;
+    assert!(!live.acquire_episode_lease("ep1", "turn-b", now, later, false).await.unwrap());
+    assert!(live.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
+    assert_eq!(live.claim_invocation(id, "call", live.owner(), now, later).await.unwrap(), Claim::Acquired);
+    assert!(live.owner_alive(live.owner()).await.unwrap());
+    assert!(!live.owner_alive("core-a/unknown").await.unwrap());
+    assert!(!live.owner_alive("").await.unwrap(), "intents from before cores registered count as dead");
+    live.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_core_restarted_under_its_identity_ends_its_dead_runs_claims_on_postgres() {
+    let (location, _guard) = fresh("postgres").await;
+    let (first, first_liveness) = serving_as(&location, "core-a").await;
+    let (other, _other_liveness) = serving_as(&location, "core-b").await;
+    let now = world_core::session::now_unix();
+    let later = now + 1000;
+    let id = "a2a:ep1:t1";
+    let first_owner = first.owner().to_owned();
+    assert_eq!(first.claim_invocation(id, "call", &first_owner, now, later).await.unwrap(), Claim::Acquired);
+    assert!(first.acquire_episode_lease("ep1", "turn-a", now, later, true).await.unwrap());
+    drop(first_liveness);
+    first.close().await;
+
+    // core-a serves again: its dead run is no one's while the new one lives.
+    let (second, _second_liveness) = serving_as(&location, "core-a").await;
+    assert_ne!(second.owner(), first_owner);
+    assert!(!other.owner_alive(&first_owner).await.unwrap());
+    assert!(other.owner_alive(second.owner()).await.unwrap());
+    // Within FENCE of the restart the dead run's claims still hold (its lock is held, by
+    // the new run); after it they end.
+    assert_eq!(other.claim_invocation(id, "call", other.owner(), now, later).await.unwrap(), Claim::InFlight);
+    age_core(&location, "core-a").await;
+    assert_eq!(second.claim_invocation(id, "call", second.owner(), now, later).await.unwrap(), Claim::Acquired);
+    assert!(other.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
+    // The new run's own claims are its own.
+    assert_eq!(other.claim_invocation(id, "call", other.owner(), now, later).await.unwrap(), Claim::InFlight);
+    second.close().await;
+    other.close().await;
 }
 
 async fn a_planned_commit_extends_the_current_head_and_reports_a_committed_id(location: StoreLocation) {
@@ -683,10 +799,11 @@ async fn a_version_3_store_gets_its_spend_from_its_intents(location: StoreLocati
         append_intent(&store, "ep1", call, cost).await;
     }
     append_intent(&store, "ep2", "c", 7).await;
+    assert_eq!(store.claim_invocation("a2a:ep1:t1", "call", "old-core", 100, 9999).await.unwrap(), Claim::Acquired);
     store.close().await;
     let mut conn = raw_connection(&location).await;
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "DROP TABLE effect_spend; {UNDO_VERSION_6} UPDATE world_schema SET version = 3"
+        "{UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} DROP TABLE effect_spend; UPDATE world_schema SET version = 3"
     )))
     .execute(&mut conn)
     .await
@@ -698,11 +815,19 @@ async fn a_version_3_store_gets_its_spend_from_its_intents(location: StoreLocati
     assert_eq!(store.effect_spend("ep2").await.unwrap(), spend(7));
     assert_eq!(append_intent(&store, "ep1", "d", 1).await, 2, "ordinals go on");
     assert_eq!(store.effect_spend("ep1").await.unwrap(), spend(6));
+    // A claim from before claims carried their expiry keeps the 120 s it was given.
+    assert_eq!(store.claim_invocation("a2a:ep1:t1", "call", "core/x", 219, 300).await.unwrap(), Claim::InFlight);
+    assert_eq!(store.claim_invocation("a2a:ep1:t1", "call", "core/x", 220, 300).await.unwrap(), Claim::Acquired);
+    assert_eq!(store.effect_intent_writer("effect:ep1:0").await.unwrap().as_deref(), Some(""));
     store.close().await;
 }
 
-/// Takes a store back from version 6 to what version 5 left.
-const UNDO_VERSION_6: &str =
+/// Take a store back from version N to what version N - 1 left.
+const UNDO_VERSION_5: &str = "DROP TABLE cores; ALTER TABLE invocation_claims DROP COLUMN expires_at; \
+     ALTER TABLE episode_leases DROP COLUMN core; ALTER TABLE effect_intents DROP COLUMN core;";
+const UNDO_VERSION_6: &str = "DROP TABLE oauth_refresh_tokens; DROP TABLE oauth_sessions; \
+     DROP TABLE oauth_approvals; DROP TABLE oauth_clients;";
+const UNDO_VERSION_7: &str =
     "DROP TABLE object_episodes; DROP INDEX log_entries_by_episode; ALTER TABLE log_entries DROP COLUMN episode;";
 
 /// The commit of one call of `episode` on `head`: `objects` and an invocation record naming the
@@ -821,10 +946,12 @@ async fn a_version_4_store_learns_whose_entries_and_objects_it_holds(location: S
     store.close().await;
 
     let mut conn = raw_connection(&location).await;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("{UNDO_VERSION_6} UPDATE world_schema SET version = 4")))
-        .execute(&mut conn)
-        .await
-        .expect("make a version 4 store");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "{UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} UPDATE world_schema SET version = 4"
+    )))
+    .execute(&mut conn)
+    .await
+    .expect("make a version 4 store");
     let store = Store::open(&location, OpenMode::MustExist).await.expect("open and migrate");
     let (ep1, ep2) = (Reader::Episode("ep1".into()), Reader::Episode("ep2".into()));
     assert_eq!(indexes(&store.reads(&ep1).log_page(0, 0).await.unwrap()), [0, 1, 3]);

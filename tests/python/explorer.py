@@ -84,10 +84,23 @@ def main():
         assert "default-src 'none'" in policy and "script-src 'self'" in policy, policy
         assert response.headers["cache-control"] == "no-store"
 
-        # Denials show the seed's messages and keep nothing.
+        # Denials show the seed's messages and keep nothing: an empty paste is an absent
+        # credential; whitespace and one pair of quotes around a paste are trimmed; anything
+        # else that is no credential is answered as malformed.
+        absent = "a session credential is required: no Authorization Bearer header was present"
+        malformed = "malformed Authorization header: expected a Bearer <64-hex-credential>"
+        unknown = "unknown session credential: no session matches this token"
+        # (Neighbours differ, so each answer is a new one.)
         for credential, message in [
-            ("not-a-credential", "malformed Authorization header: expected a Bearer <64-hex-credential>"),
-            ("0" * 64, "unknown session credential: no session matches this token"),
+            ("", absent),
+            ("not-a-credential", malformed),
+            ("   ", absent),
+            ("0" * 32 + " " + "0" * 31, malformed),
+            ('""', absent),
+            ("'" + "0" * 63 + "€'", malformed),
+            ("0" * 64, unknown),
+            ("Bearer " + "0" * 64, malformed),
+            ('  "' + "0" * 64 + '"  ', unknown),
         ]:
             page.fill("#credential", credential)
             page.click("#login button[type=submit]")
@@ -95,8 +108,9 @@ def main():
             assert page.evaluate("sessionStorage.getItem('world.session')") is None
         shot(page, "1-denied")
 
-        # The session: episode, expiry, each grant's budget.
-        page.fill("#credential", CREDENTIAL)
+        # The session: episode, expiry, each grant's budget. A paste in quotes with spaces
+        # around is trimmed, and the credential alone is kept.
+        page.fill("#credential", f' "{CREDENTIAL}"\t')
         page.click("#login button[type=submit]")
         expect(page.locator("#episode")).to_have_text("ep1")
         read_grant = page.locator('#grants tr[data-effect="Workspace.Read"]')
@@ -190,6 +204,16 @@ def main():
             return out;
         }""")
         assert all(agree), agree
+
+        # A read the handler refused shows the handler's reason beside the record.
+        mcp_call(CREDENTIAL, "fx_dread", {"path": "missing.txt"})
+        page.click("#newest")
+        refused_read = newest_index(CREDENTIAL)
+        row(page, refused_read).click()
+        expect(page.locator("#entry-title")).to_contain_text(f"Entry {refused_read}")
+        facts = page.locator("#chain .facts.effect").first
+        expect(facts).to_contain_text("reason")
+        expect(facts).to_contain_text("missing.txt")
 
         # Forgetting the session clears the tab's storage.
         page.click("#forget")

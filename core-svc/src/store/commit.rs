@@ -265,7 +265,7 @@ impl Store {
         }
         let commits: Vec<&Accepted> = accepted.iter().map(|(_, commit)| commit).filter(|c| !c.replayed).collect();
         let staged: Vec<&StagedIntent> = intents.iter().map(|(_, staged)| staged).collect();
-        let written = tx.write(batch_writes(&commits, &staged)).await;
+        let written = tx.write(batch_writes(&commits, &staged, self.owner())).await;
         let committed = match written {
             Ok(()) => tx.commit().await.map_err(|e| e.to_string()),
             Err(error) => {
@@ -458,11 +458,12 @@ async fn check(
     Ok(Accepted { commit, replayed: false, journal_rows, claimed })
 }
 
-/// The writes of a batch's accepted commits (in order) and staged intents: one statement
-/// per table, one script for all of them (empty when there is nothing to write).
-fn batch_writes(commits: &[&Accepted], intents: &[&StagedIntent]) -> Script {
+/// The writes of a batch's accepted commits (in order) and staged intents (this process's,
+/// written as `core`): one statement per table, one script for all of them (empty when
+/// there is nothing to write).
+fn batch_writes(commits: &[&Accepted], intents: &[&StagedIntent], core: &str) -> Script {
     let mut script = Script::new();
-    write_intents(&mut script, intents);
+    write_intents(&mut script, intents, core);
     let Some(last) = commits.last() else { return script };
     let entries: Vec<_> = commits.iter().map(|accepted| (&accepted.commit.entry, accepted.episode())).collect();
     let insert = "INSERT INTO log_entries (entry_index, entry_hash, semantics_epoch, transition_fn, interpreter, \

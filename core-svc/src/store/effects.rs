@@ -147,6 +147,22 @@ impl Store {
             .is_some())
     }
 
+    /// The process (`<core>/<incarnation>`) that wrote the effect intent `effect_id`; empty
+    /// for intents written before stores recorded it, `None` for no such intent.
+    pub async fn effect_intent_writer(&self, effect_id: &str) -> Result<Option<String>, StoreError> {
+        let Some((episode, ordinal)) = effect_id.strip_prefix(EFFECT_NAMESPACE).and_then(|id| id.rsplit_once(':'))
+        else {
+            return Ok(None);
+        };
+        let Ok(ordinal) = ordinal.parse::<i64>() else { return Ok(None) };
+        let row = sqlx::query("SELECT core FROM effect_intents WHERE episode = $1 AND ordinal = $2")
+            .bind(episode)
+            .bind(ordinal)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|row| row.try_get("core")).transpose()?)
+    }
+
     /// Intents without an outcome, oldest first, after journal sequence `after`.
     pub async fn pending_intents(&self, after: i64, limit: i64) -> Result<Vec<PendingIntent>, StoreError> {
         let rows = sqlx::query(
@@ -206,9 +222,9 @@ pub(super) async fn stage_intent(
     Ok(StagedIntent { ordinal, intent, episode, call_id, requirement, request })
 }
 
-/// The writes of staged intents: request and intent objects, journal rows, intent rows and
-/// the episodes' spend.
-pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent]) {
+/// The writes of staged intents: request and intent objects, journal rows, intent rows (each
+/// naming `core`, the process that writes them) and the episodes' spend.
+pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent], core: &str) {
     if staged.is_empty() {
         return;
     }
@@ -222,8 +238,8 @@ pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent]) {
     let rows: Vec<(&str, &str, &StoredObject)> =
         staged.iter().zip(&ids).map(|(s, id)| (id.as_str(), "intent", &s.intent)).collect();
     journal::append_rows(script, &rows);
-    let insert = "INSERT INTO effect_intents (episode, ordinal, call_id, effect, scope, cost)";
-    script.insert_rows(insert, 6, "", staged, |script, s| {
+    let insert = "INSERT INTO effect_intents (episode, ordinal, call_id, effect, scope, cost, core)";
+    script.insert_rows(insert, 7, "", staged, |script, s| {
         let requirement = &s.requirement;
         script
             .bind(s.episode.as_str())
@@ -231,7 +247,8 @@ pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent]) {
             .bind(s.call_id.as_str())
             .bind(requirement.effect.as_str())
             .bind(requirement.scope.as_str())
-            .bind(requirement.cost);
+            .bind(requirement.cost)
+            .bind(core);
     });
     // One row per key: an upsert may not touch a row twice in one statement.
     let mut spend: BTreeMap<(&str, &str, &str), i64> = BTreeMap::new();

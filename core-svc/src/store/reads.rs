@@ -278,7 +278,7 @@ const EPISODE_KINDS: [&str; 11] = [
     effect::INTENT,
 ];
 
-/// Records the episodes of what a store written before schema version 6 holds, inside the
+/// Records the episodes of what a store written before schema version 7 holds, inside the
 /// migration's transaction: each invocation entry's episode from its record, each committed
 /// object's from its entries, each journaled object's (and the effect objects it names) from
 /// its journal id; everything else of no episode. Entries of commits that named no episode

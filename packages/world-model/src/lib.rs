@@ -22,6 +22,7 @@ pub mod hashref;
 pub mod ids;
 pub mod ledger;
 pub mod mcp_name;
+pub mod oauth;
 pub mod registry;
 
 pub use budget::{BudgetLedger, DebitError, seed_grants};
@@ -34,8 +35,8 @@ pub use effect::{
     invocation_id as effect_invocation_id, parse_invocation_id as parse_effect_invocation_id, request_payload,
 };
 pub use effect_plan::{
-    AdmittedPlan, ComposeError, EFFECT_PLAN, EffectResult, EffectStatus, Law, PlanLawError, PlannedEffect,
-    admit_finish, admit_plan, compose_output, finish_input, plan_input, world_block,
+    AdmittedPlan, ComposeError, DenialDetail, EFFECT_PLAN, EffectResult, EffectStatus, Law, PlanLawError,
+    PlannedEffect, admit_finish, admit_plan, compose_output, finish_input, plan_input, world_block,
 };
 pub use failure::{Failure, FailureCode};
 pub use grant::{
