@@ -15,6 +15,7 @@ pub mod grpc;
 pub mod invoke;
 pub mod limits;
 pub mod metrics;
+pub mod oauth;
 pub mod publish;
 pub mod registry;
 pub mod scratch;

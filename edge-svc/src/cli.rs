@@ -30,6 +30,11 @@ pub struct EdgeArgs {
     /// allows any).
     #[arg(long, env = "WORLD_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Vec<String>,
+    /// The address MCP clients reach this edge at (an origin such as https://world.example.com,
+    /// the proxy's when there is one): OAuth sign-in's issuer and endpoints are named under it.
+    /// Default: the edge's own listen address.
+    #[arg(long, env = "WORLD_PUBLIC_URL")]
+    pub public_url: Option<String>,
     /// Log line format on stderr.
     #[arg(long, env = "WORLD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,

@@ -179,7 +179,7 @@ impl CoreClient {
     }
 
     /// One unary call under `timeout`, with the credential attached.
-    async fn unary<Q, R, F, Fut>(
+    pub(crate) async fn unary<Q, R, F, Fut>(
         &self,
         what: &'static str,
         credential: Option<&Forwarded>,

@@ -20,6 +20,7 @@ pub mod json;
 pub mod limits;
 pub mod mcp;
 pub mod metrics;
+pub mod oauth;
 pub mod query;
 pub mod rest;
 pub mod router;

@@ -495,6 +495,10 @@ struct CallResult<'a> {
     content: [TextContent<'a>; 1],
     #[serde(rename = "structuredContent")]
     structured_content: &'a RawValue,
+    /// Set when the output says `"ok": false`, so a client that only reads `isError` sees
+    /// the refusal; absent otherwise (the seed's success bytes are unchanged).
+    #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
+    is_error: bool,
 }
 
 #[derive(Serialize)]
@@ -746,7 +750,20 @@ fn tool_result(id: &RawValue, output: &[u8]) -> Vec<u8> {
     };
     let text = String::from_utf8_lossy(output);
     let structured = compact_raw(value);
-    reply(id, &CallResult { content: [TextContent { kind: "text", text: &text }], structured_content: &structured })
+    let is_error = says_not_ok(value);
+    reply(
+        id,
+        &CallResult { content: [TextContent { kind: "text", text: &text }], structured_content: &structured, is_error },
+    )
+}
+
+/// Whether a tool output is an object whose top-level `ok` is `false`.
+fn says_not_ok(output: &RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Verdict {
+        ok: Option<serde_json::Value>,
+    }
+    serde_json::from_str::<Verdict>(output.get()).is_ok_and(|v| v.ok == Some(serde_json::Value::Bool(false)))
 }
 
 /// `params._meta.traceparent` (and `tracestate`), the MCP way to carry trace context.
@@ -950,6 +967,18 @@ mod tests {
             String::from_utf8(tool_result(&id, b"{")).unwrap(),
             r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"host callback returned invalid JSON"}}"#
         );
+    }
+
+    #[test]
+    fn an_output_that_says_ok_false_is_an_error_result_with_the_output_kept() {
+        let id = RawValue::from_string("2".into()).unwrap();
+        assert_eq!(
+            String::from_utf8(tool_result(&id, br#"{"ok":false,"refused":"no"}"#)).unwrap(),
+            r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"ok\":false,\"refused\":\"no\"}"}],"structuredContent":{"ok":false,"refused":"no"},"isError":true}}"#
+        );
+        for fine in [&br#"{"ok":true}"#[..], br#"{"ok":"false"}"#, br#"{"okay":false}"#, br#"{}"#] {
+            assert!(!String::from_utf8(tool_result(&id, fine)).unwrap().contains("isError"));
+        }
     }
 
     proptest! {

@@ -24,6 +24,7 @@ use crate::core::{CoreClient, CoreUrlError};
 use crate::limits::Limits;
 use crate::mcp::OriginPolicy;
 use crate::metrics::Metrics;
+use crate::oauth::{self, PublicUrl, PublicUrlError};
 use crate::router::{self, Resolution, Route};
 use crate::{a2a, card, connection, mcp, rest, ui, wire};
 
@@ -38,6 +39,8 @@ pub struct AppState {
     pub limits: Limits,
     /// The MCP host-callback slots, shared by every request this edge serves.
     pub callbacks: Callbacks,
+    /// The address clients see, which OAuth sign-in names.
+    pub public_url: Arc<PublicUrl>,
 }
 
 impl AppState {
@@ -52,7 +55,13 @@ impl AppState {
             metrics: Arc::new(Metrics::new()),
             callbacks: Callbacks::new(&limits),
             limits,
+            public_url: Arc::new(PublicUrl::from_listen(([127, 0, 0, 1], 7644).into())),
         }
+    }
+
+    /// The state with the address clients see set.
+    pub fn with_public_url(self, public_url: PublicUrl) -> AppState {
+        AppState { public_url: Arc::new(public_url), ..self }
     }
 }
 
@@ -62,6 +71,8 @@ pub enum ServeError {
     Core(#[from] CoreUrlError),
     #[error("cannot listen on {address}: {source}")]
     Bind { address: std::net::SocketAddr, source: std::io::Error },
+    #[error(transparent)]
+    PublicUrl(#[from] PublicUrlError),
 }
 
 /// The whole edge as an axum router.
@@ -151,14 +162,17 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
         Route::Calls => rest::calls(core, headers, query).await,
         Route::Ui => ui::asset(param),
         Route::AgentCard => card::handle(core, headers).await,
-        Route::A2aCard => card::handle_a2a(core, headers).await,
+        Route::A2aCard => card::handle_a2a(core, headers, &state.public_url).await,
         Route::A2a => a2a::handle(core, &state.limits, &state.metrics, headers, body).await,
-        Route::Mcp => mcp::handle(state, headers, body).await,
+        Route::Mcp => oauth::challenge(&state.public_url, mcp::handle(state, headers, body).await),
         Route::Metrics => wire::bytes(
             http::StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
             state.metrics.render_with(state.callbacks.in_use(), state.core.sent()).into_bytes(),
         ),
+        Route::OAuth(endpoint) => {
+            oauth::handle(core, &state.public_url, endpoint, query, headers, body, state.limits.body_read_timeout).await
+        }
     };
     (matched.pattern, response)
 }
@@ -230,10 +244,13 @@ async fn shutdown_signal() {
 /// SIGTERM, then drains open connections for up to [`SHUTDOWN_DRAIN`].
 pub async fn serve(args: EdgeArgs) -> Result<(), ServeError> {
     let core = CoreClient::connect_lazy(&args.core)?;
+    let public_url =
+        args.public_url.as_deref().filter(|url| !url.trim().is_empty()).map(PublicUrl::parse).transpose()?;
     let state = AppState::with_limits(core, OriginPolicy::new(&args.allowed_origins), args.limits());
     let listener =
         TcpListener::bind(args.listen).await.map_err(|source| ServeError::Bind { address: args.listen, source })?;
     let address = listener.local_addr().map_err(|source| ServeError::Bind { address: args.listen, source })?;
+    let state = state.with_public_url(public_url.unwrap_or_else(|| PublicUrl::from_listen(address)));
     {
         use std::io::Write as _;
         let mut stdout = std::io::stdout().lock();
@@ -242,7 +259,7 @@ pub async fn serve(args: EdgeArgs) -> Result<(), ServeError> {
         let _ = writeln!(stdout, "world-edge listening on http://{address}");
         let _ = stdout.flush();
     }
-    tracing::info!(%address, cores = ?args.core, "world-edge serving");
+    tracing::info!(%address, cores = ?args.core, public_url = state.public_url.as_str(), "world-edge serving");
 
     let (limits, metrics) = (state.limits, Arc::clone(&state.metrics));
     serve_connections(listener, app(state), limits, metrics).await;

@@ -9,7 +9,9 @@ use tokio::signal::unix::{SignalKind, signal};
 use world_core::archive::{Archive, Interpreter};
 use world_core::capsule::{Capsule, VerifiedInterpreter};
 use world_core::limits::Limits;
-use world_core::store::{Backend, LockMode, OpenMode, ServingLock, Store, StoreFiles, StoreLocation, WATCH_INTERVAL};
+use world_core::store::{
+    Backend, Liveness, LockMode, OpenMode, ServingLock, Store, StoreFiles, StoreLocation, WATCH_INTERVAL,
+};
 use world_core::subprocess::Slots;
 use world_core::{Core, registry};
 
@@ -43,6 +45,11 @@ pub struct ServeArgs {
     examples_dir: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
+    /// This core's identity among the cores of one store (default `<hostname>:<listen
+    /// address>`): a core restarted with the same identity ends its dead run's claims and
+    /// leases. Two live cores of one store never share one.
+    #[arg(long, env = "WORLD_CORE_ID")]
+    core_id: Option<String>,
     /// Serve Prometheus metrics (`GET /metrics`) on this address.
     #[arg(long, env = "WORLD_METRICS_LISTEN")]
     metrics_listen: Option<SocketAddr>,
@@ -51,7 +58,8 @@ pub struct ServeArgs {
 /// Invocation limits (the reference's defaults).
 #[derive(clap::Args, Clone, Copy)]
 pub struct LimitArgs {
-    /// Seconds one invocation may take, end to end.
+    /// Seconds one invocation may take, end to end (at least 2); an effectful call's plan,
+    /// handler, finish and commit each get a share of it.
     #[arg(long, env = "WORLD_INVOCATION_TIMEOUT", default_value_t = 20)]
     invocation_timeout: u64,
     /// Interpreter subprocesses that may run at once; calls beyond are refused, not queued.
@@ -78,21 +86,40 @@ impl Default for LimitArgs {
 }
 
 impl LimitArgs {
-    fn limits(&self) -> Limits {
-        Limits {
-            invocation: std::time::Duration::from_secs(self.invocation_timeout.max(1)),
+    /// The limits these flags ask for, or why they cannot serve.
+    fn limits(&self) -> Result<Limits, Failed> {
+        let limits = Limits {
             max_input: self.max_input_bytes,
             max_output: self.max_output_bytes,
             max_subprocesses: self.max_subprocesses.max(1),
             ..Limits::default()
-        }
+        };
+        limits
+            .with_invocation(std::time::Duration::from_secs(self.invocation_timeout))
+            .map_err(|reason| Failed::refused(format!("--invocation-timeout {}: {reason}", self.invocation_timeout)))
     }
 }
 
 pub async fn run(args: ServeArgs) -> Outcome {
     let location = parse_location(&args.store)?;
+    // Refused before the store is touched.
+    args.limits.limits()?;
+    let core_id = match &args.core_id {
+        Some(id) => valid_core_id(id)?,
+        None => None,
+    };
     let store = open_store(&location, OpenMode::CreateIfMissing).await?;
     let serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.listen)))?;
+    let core_id = match core_id {
+        Some(id) => id,
+        None => default_core_id(listener.local_addr().map_err(Failed::fatal)?),
+    };
+    // Before anything writes a claim, lease or intent in this core's name.
+    let _liveness = Liveness::start(&store, &core_id).await.map_err(Failed::fatal)?;
+    tracing::info!(core = %core_id, owner = %store.owner(), "serving as this core");
     let options = CoreOptions {
         ailang_bin: args.ailang_bin.as_deref(),
         artifacts: args.artifacts.as_deref(),
@@ -102,9 +129,6 @@ pub async fn run(args: ServeArgs) -> Outcome {
         limits: args.limits,
     };
     let core = build_core(&store, &location, options).await?;
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.listen)))?;
     // Handlers go in before the startup line, so a signal sent as soon as
     // the line is read is a graceful stop, not the default termination.
     let shutdown = shutdown_signal().map_err(Failed::fatal)?;
@@ -116,6 +140,27 @@ pub async fn run(args: ServeArgs) -> Outcome {
     store.close().await;
     tracing::info!("world-core stopped");
     Ok(())
+}
+
+/// `--core-id`, checked: printable and short, since logs and rows carry it.
+fn valid_core_id(id: &str) -> Result<Option<String>, Failed> {
+    if id.is_empty() || id.len() > 200 || id.chars().any(char::is_control) {
+        return Err(Failed::refused(format!(
+            "--core-id {id:?}: give 1 to 200 printable characters naming this core among the store's cores"
+        )));
+    }
+    Ok(Some(id.to_owned()))
+}
+
+/// `<hostname>:<listen address>`: stable across restarts of one core, distinct between the
+/// cores of one host (each listens on its own address).
+fn default_core_id(listen: SocketAddr) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    format!("{host}:{listen}")
 }
 
 /// How a core is built.
@@ -144,9 +189,9 @@ pub async fn build_core(
             tracing::warn!("--workspace-root has no effect without --ailang-bin: there is no coordinator");
         }
         tracing::warn!("serving without --ailang-bin: there is no coordinator; invocations answer \"not available\"");
-        return Ok(Arc::new(Core::new(store.clone(), limits.limits())));
+        return Ok(Arc::new(Core::new(store.clone(), limits.limits()?)));
     };
-    let limits = limits.limits();
+    let limits = limits.limits()?;
     let slots = Slots::new(limits.max_subprocesses);
     let interpreter = pin_interpreter(store, location, binary, artifacts, &slots).await?;
     let archive_root = Archive::for_store(location, artifacts).map_err(Failed::refused)?.root().to_path_buf();
@@ -154,9 +199,7 @@ pub async fn build_core(
         program: tool_ailang_bin.map_or_else(|| interpreter.path.clone(), Path::to_path_buf),
         examples: examples_dir.map(Path::to_path_buf),
         slots: slots.clone(),
-        // Inside the handler's own bound, so a slow tool ends as a clean timeout the output
-        // reports rather than an indeterminate effect.
-        timeout: limits.handler.saturating_sub(std::time::Duration::from_secs(2)),
+        timeout: limits.tool(),
     };
     let verified =
         VerifiedInterpreter::open(interpreter).map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
@@ -189,7 +232,9 @@ async fn remove_leftover_roots() {
 }
 
 /// A SQLite store has one serving core (its serving lock is exclusive), so leases and
-/// running claims found at start are a dead core's: free them now.
+/// running claims found at start are a dead core's: free them now. On PostgreSQL other cores
+/// may be alive; a dead one's claims and leases end when they are next asked for
+/// (`store::liveness`).
 async fn recover(store: &Store) -> Result<(), Failed> {
     if store.backend() == Backend::Sqlite {
         let (leases, claims) =

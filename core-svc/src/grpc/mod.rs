@@ -5,6 +5,7 @@
 mod admission;
 pub(crate) mod convert;
 mod invocation;
+mod oauth;
 mod store_api;
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use world_model::Failure;
 
 pub use admission::AdmissionService;
 pub use invocation::InvocationService;
+pub use oauth::OAuthService;
 pub use store_api::StoreService;
 
 use crate::Core;
@@ -47,6 +49,7 @@ pub fn router(core: Arc<Core>) -> Result<tonic::transport::server::Router, tonic
         health_reporter.set_serving::<world_proto::v1::store_server::StoreServer<StoreService>>().await;
         health_reporter.set_serving::<world_proto::v1::admission_server::AdmissionServer<AdmissionService>>().await;
         health_reporter.set_serving::<world_proto::v1::invocation_server::InvocationServer<InvocationService>>().await;
+        health_reporter.set_serving::<world_proto::v1::o_auth_server::OAuthServer<OAuthService>>().await;
     });
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(world_proto::v1::FILE_DESCRIPTOR_SET)
@@ -58,6 +61,7 @@ pub fn router(core: Arc<Core>) -> Result<tonic::transport::server::Router, tonic
         .add_service(reflection)
         .add_service(world_proto::v1::store_server::StoreServer::new(StoreService::new(Arc::clone(&core))))
         .add_service(world_proto::v1::admission_server::AdmissionServer::new(AdmissionService::new(Arc::clone(&core))))
+        .add_service(world_proto::v1::o_auth_server::OAuthServer::new(OAuthService::new(Arc::clone(&core))))
         .add_service(world_proto::v1::invocation_server::InvocationServer::new(InvocationService::new(core))))
 }
 
