@@ -20,6 +20,7 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Response, Status};
 use world_model::{Failure, FailureCode, HashRef};
+use world_proto::Outcome;
 use world_proto::v1 as pb;
 use world_proto::v1::admission_client::AdmissionClient;
 use world_proto::v1::invocation_client::InvocationClient;
@@ -261,11 +262,10 @@ impl CoreClient {
     /// Admits `credential`: its session, fresh from the core, and its surface (the one this
     /// edge already holds when the core says it is unchanged).
     pub async fn admit(&self, credential: &Forwarded) -> Result<Admitted, Failure> {
-        use pb::admit_reply::Outcome;
         let known = self.surfaces.known(credential.as_str());
         let message = pb::AdmitRequest { known_surface: known.as_ref().map(|s| s.digest.clone()).unwrap_or_default() };
-        let reply = self
-            .unary(
+        let admitted = self
+            .outcome(
                 "admit",
                 Some(credential),
                 deadline::ADMIT,
@@ -274,50 +274,22 @@ impl CoreClient {
                 |channel, request| async move { AdmissionClient::new(channel).admit(request).await },
             )
             .await?;
-        match reply.outcome {
-            Some(Outcome::Admitted(admitted)) => Ok(self.surfaces.admitted(credential.as_str(), known, admitted)),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("admit")),
-        }
+        Ok(self.surfaces.admitted(credential.as_str(), known, admitted))
     }
 
     pub async fn head(&self, credential: &Forwarded) -> Result<String, Failure> {
-        use pb::head_reply::Outcome;
-        let reply = self
-            .unary(
-                "head",
-                Some(credential),
-                deadline::READ,
-                LostReply::Retryable,
-                pb::HeadRequest {},
-                |channel, request| async move { StoreClient::new(channel).head(request).await },
-            )
-            .await?;
-        match reply.outcome {
-            Some(Outcome::Head(head)) => Ok(head),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("head")),
-        }
+        self.read("head", credential, pb::HeadRequest {}, |channel, request| async move {
+            StoreClient::new(channel).head(request).await
+        })
+        .await
     }
 
     pub async fn world(&self, credential: &Forwarded, reference: &HashRef) -> Result<pb::World, Failure> {
-        use pb::get_world_reply::Outcome;
         let message = pb::GetWorldRequest { r#ref: reference.to_string() };
-        let reply = self
-            .unary(
-                "world",
-                Some(credential),
-                deadline::READ,
-                LostReply::Retryable,
-                message,
-                |channel, request| async move { StoreClient::new(channel).get_world(request).await },
-            )
-            .await?;
-        match reply.outcome {
-            Some(Outcome::World(world)) => Ok(world),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("world")),
-        }
+        self.read("world", credential, message, |channel, request| async move {
+            StoreClient::new(channel).get_world(request).await
+        })
+        .await
     }
 
     pub async fn object(
@@ -326,23 +298,11 @@ impl CoreClient {
         hash: &HashRef,
         with_payload: bool,
     ) -> Result<pb::StoredObject, Failure> {
-        use pb::get_object_reply::Outcome;
         let message = pb::GetObjectRequest { r#ref: hash.to_string(), with_payload };
-        let reply = self
-            .unary(
-                "object",
-                Some(credential),
-                deadline::READ,
-                LostReply::Retryable,
-                message,
-                |channel, request| async move { StoreClient::new(channel).get_object(request).await },
-            )
-            .await?;
-        match reply.outcome {
-            Some(Outcome::Object(object)) => Ok(object),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("object")),
-        }
+        self.read("object", credential, message, |channel, request| async move {
+            StoreClient::new(channel).get_object(request).await
+        })
+        .await
     }
 
     pub async fn objects_by_semantic_id(
@@ -352,145 +312,106 @@ impl CoreClient {
         after: Option<&HashRef>,
         limit: u32,
     ) -> Result<Vec<pb::StoredObject>, Failure> {
-        use pb::objects_by_semantic_id_reply::Outcome;
         let message = pb::ObjectsBySemanticIdRequest {
             semantic_id: semantic_id.to_owned(),
             after: HashRef::optional_text(after),
             limit,
         };
-        let reply = self
-            .unary(
-                "objects by semantic id",
-                Some(credential),
-                deadline::READ,
-                LostReply::Retryable,
-                message,
-                |channel, request| async move { StoreClient::new(channel).objects_by_semantic_id(request).await },
-            )
+        let page = self
+            .read("objects by semantic id", credential, message, |channel, request| async move {
+                StoreClient::new(channel).objects_by_semantic_id(request).await
+            })
             .await?;
-        match reply.outcome {
-            Some(Outcome::Page(page)) => Ok(page.items),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("objects by semantic id")),
-        }
+        Ok(page.items)
     }
 
     pub async fn log_entry(&self, credential: &Forwarded, index: i64) -> Result<pb::LogEntry, Failure> {
-        use pb::get_log_entry_reply::Outcome;
-        let reply = self
-            .unary(
-                "log entry",
-                Some(credential),
-                deadline::READ,
-                LostReply::Retryable,
-                pb::GetLogEntryRequest { index },
-                |channel, request| async move { StoreClient::new(channel).get_log_entry(request).await },
-            )
-            .await?;
-        match reply.outcome {
-            Some(Outcome::Entry(entry)) => Ok(entry),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("log entry")),
-        }
+        self.read("log entry", credential, pb::GetLogEntryRequest { index }, |channel, request| async move {
+            StoreClient::new(channel).get_log_entry(request).await
+        })
+        .await
     }
 
     pub async fn log_page(&self, credential: &Forwarded, from: i64, limit: u32) -> Result<Vec<pb::LogEntry>, Failure> {
-        use pb::log_page_reply::Outcome;
-        let reply = self
-            .unary(
-                "log page",
-                Some(credential),
-                deadline::READ,
-                LostReply::Retryable,
-                pb::LogPageRequest { from, limit },
-                |channel, request| async move { StoreClient::new(channel).log_page(request).await },
-            )
+        let page = self
+            .read("log page", credential, pb::LogPageRequest { from, limit }, |channel, request| async move {
+                StoreClient::new(channel).log_page(request).await
+            })
             .await?;
-        match reply.outcome {
-            Some(Outcome::Page(page)) => Ok(page.items),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("log page")),
-        }
+        Ok(page.items)
     }
 
     /// The caller's own session with each grant's spend.
     pub async fn session_view(&self, credential: &Forwarded) -> Result<pb::SessionView, Failure> {
-        use pb::session_reply::Outcome;
-        let reply = self
-            .unary(
-                "session",
-                Some(credential),
-                deadline::READ,
-                LostReply::Retryable,
-                pb::SessionRequest {},
-                |channel, request| async move { StoreClient::new(channel).session(request).await },
-            )
-            .await?;
-        match reply.outcome {
-            Some(Outcome::Session(view)) => Ok(view),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("session")),
-        }
+        self.read("session", credential, pb::SessionRequest {}, |channel, request| async move {
+            StoreClient::new(channel).session(request).await
+        })
+        .await
     }
 
     /// A page of the log read as calls, or the call `request.find` names.
     pub async fn calls(&self, credential: &Forwarded, request: pb::CallsRequest) -> Result<pb::CallPage, Failure> {
-        use pb::calls_reply::Outcome;
-        let reply = self
-            .unary(
-                "calls",
-                Some(credential),
-                deadline::READ,
-                LostReply::Retryable,
-                request,
-                |channel, request| async move { StoreClient::new(channel).calls(request).await },
-            )
-            .await?;
-        match reply.outcome {
-            Some(Outcome::Page(page)) => Ok(page),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("calls")),
-        }
+        self.read("calls", credential, request, |channel, request| async move {
+            StoreClient::new(channel).calls(request).await
+        })
+        .await
     }
 
     pub async fn registry_head(&self, credential: &Forwarded, name: &str) -> Result<String, Failure> {
-        use pb::registry_head_reply::Outcome;
         let message = pb::RegistryHeadRequest { name: name.to_owned() };
-        let reply = self
-            .unary(
-                "registry head",
-                Some(credential),
-                deadline::READ,
-                LostReply::Retryable,
-                message,
-                |channel, request| async move { StoreClient::new(channel).registry_head(request).await },
-            )
-            .await?;
-        match reply.outcome {
-            Some(Outcome::Head(head)) => Ok(head),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("registry head")),
-        }
+        self.read("registry head", credential, message, |channel, request| async move {
+            StoreClient::new(channel).registry_head(request).await
+        })
+        .await
     }
 
     pub async fn receipt(&self, credential: &Forwarded, invocation_id: &str) -> Result<pb::ReceiptState, Failure> {
-        use pb::receipt_reply::Outcome;
         let message = pb::ReceiptRequest { invocation_id: invocation_id.to_owned() };
-        let reply = self
-            .unary(
-                "receipt",
-                Some(credential),
-                deadline::READ,
-                LostReply::Retryable,
-                message,
-                |channel, request| async move { StoreClient::new(channel).receipt(request).await },
-            )
-            .await?;
-        match reply.outcome {
-            Some(Outcome::Receipt(receipt)) => Ok(receipt),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("receipt")),
+        self.read("receipt", credential, message, |channel, request| async move {
+            StoreClient::new(channel).receipt(request).await
+        })
+        .await
+    }
+
+    /// One call whose reply is the value or the core's typed failure: the one place such a
+    /// reply is read back.
+    async fn outcome<Q, R, F, Fut>(
+        &self,
+        what: &'static str,
+        credential: Option<&Forwarded>,
+        timeout: Duration,
+        lost: LostReply,
+        message: Q,
+        call: F,
+    ) -> Result<R::Value, Failure>
+    where
+        Q: Clone,
+        R: Outcome<Error = pb::Failure>,
+        F: Fn(Channel, Request<Q>) -> Fut,
+        Fut: Future<Output = Result<Response<R>, Status>>,
+    {
+        match self.unary(what, credential, timeout, lost, message, call).await?.into_result() {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(failure)) => Err(from_proto(failure)),
+            None => Err(empty_reply(what)),
         }
+    }
+
+    /// A store read: under the read deadline, and retried on another core when it is lost.
+    async fn read<Q, R, F, Fut>(
+        &self,
+        what: &'static str,
+        credential: &Forwarded,
+        message: Q,
+        call: F,
+    ) -> Result<R::Value, Failure>
+    where
+        Q: Clone,
+        R: Outcome<Error = pb::Failure>,
+        F: Fn(Channel, Request<Q>) -> Fut,
+        Fut: Future<Output = Result<Response<R>, Status>>,
+    {
+        self.outcome(what, Some(credential), deadline::READ, LostReply::Retryable, message, call).await
     }
 
     /// One call of a published transition under `timeout`. It is sent once: the core may have
@@ -554,22 +475,15 @@ impl CoreClient {
     /// `CommitUncertain`, since the commit may have landed; the caller words the reconcile
     /// instructions, as only it knows the entry and the invocation id.
     pub async fn commit(&self, credential: &Forwarded, message: pb::CommitRequest) -> Result<String, Failure> {
-        use pb::commit_reply::Outcome;
-        let reply = self
-            .unary(
-                "commit",
-                Some(credential),
-                deadline::COMMIT,
-                LostReply::Uncertain,
-                message,
-                |channel, request| async move { StoreClient::new(channel).commit(request).await },
-            )
-            .await?;
-        match reply.outcome {
-            Some(Outcome::SelectedHead(head)) => Ok(head),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("commit")),
-        }
+        self.outcome(
+            "commit",
+            Some(credential),
+            deadline::COMMIT,
+            LostReply::Uncertain,
+            message,
+            |channel, request| async move { StoreClient::new(channel).commit(request).await },
+        )
+        .await
     }
 }
 

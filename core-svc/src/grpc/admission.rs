@@ -7,7 +7,7 @@ use tracing::Instrument as _;
 use world_proto::v1 as pb;
 use world_proto::v1::admission_server::Admission;
 
-use super::{authorization, convert};
+use super::{authorization, reply};
 use crate::Core;
 
 pub struct AdmissionService {
@@ -23,10 +23,9 @@ impl AdmissionService {
 #[tonic::async_trait]
 impl Admission for AdmissionService {
     async fn admit(&self, request: Request<pb::AdmitRequest>) -> Result<Response<pb::AdmitReply>, Status> {
-        use pb::admit_reply::Outcome;
         let span = tracing::info_span!("admit", world.episode = tracing::field::Empty);
         let known = request.get_ref().known_surface.as_str();
-        let outcome = async {
+        let admitted = async {
             let session = self.core.resolve_session(authorization(&request), "admit").await?;
             tracing::Span::current().record(world_telemetry::attr::EPISODE, session.episode.as_str());
             let (head, surface, surface_digest) = match self.core.admit(&session).await? {
@@ -46,10 +45,6 @@ impl Admission for AdmissionService {
         }
         .instrument(span)
         .await;
-        let outcome = match outcome {
-            Ok(admitted) => Outcome::Admitted(admitted),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::AdmitReply { outcome: Some(outcome) }))
+        reply(admitted)
     }
 }

@@ -10,8 +10,9 @@ mod store_api;
 
 use std::sync::Arc;
 
-use tonic::Request;
+use tonic::{Request, Response, Status};
 use world_model::Failure;
+use world_proto::Outcome;
 
 pub use admission::AdmissionService;
 pub use invocation::InvocationService;
@@ -23,6 +24,14 @@ use crate::Core;
 /// The `authorization` metadata as sent (the edge forwards the HTTP header verbatim).
 fn authorization<T>(request: &Request<T>) -> Option<&str> {
     request.metadata().get("authorization").and_then(|v| v.to_str().ok())
+}
+
+/// The one way a call's result becomes its reply: the value, or the failure as the reply's
+/// typed `Failure` (never a gRPC status).
+fn reply<R: Outcome<Error = world_proto::v1::Failure>>(
+    result: Result<R::Value, Failure>,
+) -> Result<Response<R>, Status> {
+    Ok(Response::new(R::from_result(result.map_err(convert::failure))))
 }
 
 /// A committing call's answer, unless the store's file goes while it runs ([`Core::store_gone`]):

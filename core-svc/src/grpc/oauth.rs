@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 use world_model::oauth::OAuthError;
+use world_proto::Outcome;
 use world_proto::v1 as pb;
 use world_proto::v1::o_auth_server::OAuth;
 
@@ -25,6 +26,12 @@ impl OAuthService {
 
 fn error(error: OAuthError) -> pb::OAuthError {
     pb::OAuthError { error: error.code.as_str().to_owned(), description: error.description }
+}
+
+/// The one way a sign-in step's result becomes its reply: the value, or the refusal as the
+/// reply's OAuth error.
+fn reply<R: Outcome<Error = pb::OAuthError>>(result: Result<R::Value, OAuthError>) -> Result<Response<R>, Status> {
+    Ok(Response::new(R::from_result(result.map_err(error))))
 }
 
 fn approval_reply(view: Result<ApprovalView, OAuthError>) -> pb::ApprovalReply {
@@ -57,7 +64,6 @@ impl OAuth for OAuthService {
         &self,
         request: Request<pb::RegisterClientRequest>,
     ) -> Result<Response<pb::RegisterClientReply>, Status> {
-        use pb::register_client_reply::Outcome;
         let request = request.into_inner();
         let registration = Registration {
             client_name: request.client_name,
@@ -66,16 +72,13 @@ impl OAuth for OAuthService {
             response_types: request.response_types,
             token_endpoint_auth_method: request.token_endpoint_auth_method,
         };
-        let outcome = match oauth::register(&self.core.store, registration, now_unix(), &mut random_bytes).await {
-            Ok(client) => Outcome::Client(pb::RegisteredClient {
-                client_id: client.client_id,
-                client_name: client.client_name,
-                redirect_uris: client.redirect_uris,
-                issued_at: client.created_at,
-            }),
-            Err(refused) => Outcome::Error(error(refused)),
-        };
-        Ok(Response::new(pb::RegisterClientReply { outcome: Some(outcome) }))
+        let client = oauth::register(&self.core.store, registration, now_unix(), &mut random_bytes).await;
+        reply(client.map(|client| pb::RegisteredClient {
+            client_id: client.client_id,
+            client_name: client.client_name,
+            redirect_uris: client.redirect_uris,
+            issued_at: client.created_at,
+        }))
     }
 
     async fn start_approval(
@@ -108,7 +111,6 @@ impl OAuth for OAuthService {
         &self,
         request: Request<pb::ExchangeTokenRequest>,
     ) -> Result<Response<pb::ExchangeTokenReply>, Status> {
-        use pb::exchange_token_reply::Outcome;
         let request = request.into_inner();
         let request = TokenRequest {
             grant_type: request.grant_type,
@@ -118,17 +120,14 @@ impl OAuth for OAuthService {
             code_verifier: request.code_verifier,
             refresh_token: request.refresh_token,
         };
-        let outcome = match oauth::exchange(&self.core.store, request, now_unix(), &mut random_bytes).await {
-            Ok(issued) => {
-                tracing::info!(credential_id = %issued.credential_id, "oauth: minted a session credential");
-                Outcome::Token(pb::IssuedToken {
-                    access_token: issued.access_token,
-                    expires_in: issued.expires_in,
-                    refresh_token: issued.refresh_token,
-                })
+        let issued = oauth::exchange(&self.core.store, request, now_unix(), &mut random_bytes).await;
+        reply(issued.map(|issued| {
+            tracing::info!(credential_id = %issued.credential_id, "oauth: minted a session credential");
+            pb::IssuedToken {
+                access_token: issued.access_token,
+                expires_in: issued.expires_in,
+                refresh_token: issued.refresh_token,
             }
-            Err(refused) => Outcome::Error(error(refused)),
-        };
-        Ok(Response::new(pb::ExchangeTokenReply { outcome: Some(outcome) }))
+        }))
     }
 }

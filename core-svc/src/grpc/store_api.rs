@@ -11,7 +11,7 @@ use world_proto::v1 as pb;
 use world_proto::v1::store_server::Store as StoreApi;
 
 use super::convert::{self, parse_optional_ref, parse_ref};
-use super::{authorization, unless_store_gone};
+use super::{authorization, reply, unless_store_gone};
 use crate::store::{Commit, Reader, Receipt, StoreError};
 use crate::{Core, calls};
 
@@ -59,7 +59,6 @@ impl StoreApi for StoreService {
     }
 
     async fn head(&self, request: Request<pb::HeadRequest>) -> Result<Response<pb::HeadReply>, Status> {
-        use pb::head_reply::Outcome;
         let store = &self.core.store;
         let outcome = self
             .gated(&request, "head", |_| async {
@@ -70,15 +69,10 @@ impl StoreApi for StoreService {
                     .ok_or_else(|| not_found("no world head has been selected yet"))
             })
             .await;
-        let outcome = match outcome {
-            Ok(head) => Outcome::Head(head.to_string()),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::HeadReply { outcome: Some(outcome) }))
+        reply(outcome.map(|head| head.to_string()))
     }
 
     async fn get_world(&self, request: Request<pb::GetWorldRequest>) -> Result<Response<pb::GetWorldReply>, Status> {
-        use pb::get_world_reply::Outcome;
         let store = &self.core.store;
         let outcome = self
             .gated(&request, "world", |_| async {
@@ -90,15 +84,10 @@ impl StoreApi for StoreService {
                     .ok_or_else(|| not_found("world not found"))
             })
             .await;
-        let outcome = match outcome {
-            Ok(world) => Outcome::World(convert::world(world)),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::GetWorldReply { outcome: Some(outcome) }))
+        reply(outcome.map(convert::world))
     }
 
     async fn get_object(&self, request: Request<pb::GetObjectRequest>) -> Result<Response<pb::GetObjectReply>, Status> {
-        use pb::get_object_reply::Outcome;
         let store = &self.core.store;
         let message = request.get_ref();
         let outcome = self
@@ -112,18 +101,13 @@ impl StoreApi for StoreService {
                     .ok_or_else(|| not_found("object not found"))
             })
             .await;
-        let outcome = match outcome {
-            Ok(object) => Outcome::Object(convert::object(object)),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::GetObjectReply { outcome: Some(outcome) }))
+        reply(outcome.map(convert::object))
     }
 
     async fn objects_by_semantic_id(
         &self,
         request: Request<pb::ObjectsBySemanticIdRequest>,
     ) -> Result<Response<pb::ObjectsBySemanticIdReply>, Status> {
-        use pb::objects_by_semantic_id_reply::Outcome;
         let store = &self.core.store;
         let message = request.get_ref();
         let outcome = self
@@ -139,18 +123,13 @@ impl StoreApi for StoreService {
                     .map_err(read_failure("objects by semantic id"))
             })
             .await;
-        let outcome = match outcome {
-            Ok(items) => Outcome::Page(pb::ObjectPage { items: items.into_iter().map(convert::object).collect() }),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::ObjectsBySemanticIdReply { outcome: Some(outcome) }))
+        reply(outcome.map(|items| pb::ObjectPage { items: items.into_iter().map(convert::object).collect() }))
     }
 
     async fn object_entry(
         &self,
         request: Request<pb::ObjectEntryRequest>,
     ) -> Result<Response<pb::ObjectEntryReply>, Status> {
-        use pb::object_entry_reply::Outcome;
         let store = &self.core.store;
         let message = request.get_ref();
         let outcome = self
@@ -164,18 +143,13 @@ impl StoreApi for StoreService {
                     .ok_or_else(|| not_found("no log entry carries this object"))
             })
             .await;
-        let outcome = match outcome {
-            Ok(entry) => Outcome::Entry(convert::entry(entry)),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::ObjectEntryReply { outcome: Some(outcome) }))
+        reply(outcome.map(convert::entry))
     }
 
     async fn get_log_entry(
         &self,
         request: Request<pb::GetLogEntryRequest>,
     ) -> Result<Response<pb::GetLogEntryReply>, Status> {
-        use pb::get_log_entry_reply::Outcome;
         let store = &self.core.store;
         let message = request.get_ref();
         let outcome = self
@@ -192,15 +166,10 @@ impl StoreApi for StoreService {
                     .ok_or_else(|| not_found("log entry not found"))
             })
             .await;
-        let outcome = match outcome {
-            Ok(entry) => Outcome::Entry(convert::entry(entry)),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::GetLogEntryReply { outcome: Some(outcome) }))
+        reply(outcome.map(convert::entry))
     }
 
     async fn log_page(&self, request: Request<pb::LogPageRequest>) -> Result<Response<pb::LogPageReply>, Status> {
-        use pb::log_page_reply::Outcome;
         let store = &self.core.store;
         let message = request.get_ref();
         let outcome = self
@@ -211,18 +180,13 @@ impl StoreApi for StoreService {
                 store.reads(&reader).log_page(message.from, message.limit).await.map_err(read_failure("log page"))
             })
             .await;
-        let outcome = match outcome {
-            Ok(items) => Outcome::Page(pb::EntryPage { items: items.into_iter().map(convert::entry).collect() }),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::LogPageReply { outcome: Some(outcome) }))
+        reply(outcome.map(|items| pb::EntryPage { items: items.into_iter().map(convert::entry).collect() }))
     }
 
     async fn registry_head(
         &self,
         request: Request<pb::RegistryHeadRequest>,
     ) -> Result<Response<pb::RegistryHeadReply>, Status> {
-        use pb::registry_head_reply::Outcome;
         let store = &self.core.store;
         let outcome = self
             .gated(&request, "registry head", |_| async {
@@ -237,15 +201,10 @@ impl StoreApi for StoreService {
                     .ok_or_else(|| not_found("registry head not found"))
             })
             .await;
-        let outcome = match outcome {
-            Ok(head) => Outcome::Head(head.to_string()),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::RegistryHeadReply { outcome: Some(outcome) }))
+        reply(outcome.map(|head| head.to_string()))
     }
 
     async fn receipt(&self, request: Request<pb::ReceiptRequest>) -> Result<Response<pb::ReceiptReply>, Status> {
-        use pb::receipt_reply::Outcome;
         let store = &self.core.store;
         let outcome = self
             .gated(&request, "receipt", |_| async {
@@ -256,22 +215,17 @@ impl StoreApi for StoreService {
                 store.receipt(id).await.map_err(read_failure("receipt"))
             })
             .await;
-        let outcome = match outcome {
-            Ok(receipt) => Outcome::Receipt(pb::ReceiptState {
-                invocation_id: request.get_ref().invocation_id.clone(),
-                state: receipt.state().to_owned(),
-                result_ref: match receipt {
-                    Receipt::Resolved { result_ref } => result_ref.to_string(),
-                    _ => String::new(),
-                },
-            }),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::ReceiptReply { outcome: Some(outcome) }))
+        reply(outcome.map(|receipt| pb::ReceiptState {
+            invocation_id: request.get_ref().invocation_id.clone(),
+            state: receipt.state().to_owned(),
+            result_ref: match receipt {
+                Receipt::Resolved { result_ref } => result_ref.to_string(),
+                _ => String::new(),
+            },
+        }))
     }
 
     async fn commit(&self, request: Request<pb::CommitRequest>) -> Result<Response<pb::CommitReply>, Status> {
-        use pb::commit_reply::Outcome;
         let commit = async {
             let session = self.core.resolve_session(authorization(&request), "commit").await?;
             let message = request.get_ref();
@@ -302,15 +256,10 @@ impl StoreApi for StoreService {
         let not_committed = || {
             Failure::new(FailureCode::NotCommitted, "the store was removed or replaced under this core: not committed")
         };
-        let outcome = match unless_store_gone(&self.core, commit, not_committed).await {
-            Ok(head) => Outcome::SelectedHead(head.to_string()),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::CommitReply { outcome: Some(outcome) }))
+        reply(unless_store_gone(&self.core, commit, not_committed).await.map(|head| head.to_string()))
     }
 
     async fn session(&self, request: Request<pb::SessionRequest>) -> Result<Response<pb::SessionReply>, Status> {
-        use pb::session_reply::Outcome;
         let outcome = async {
             let session = self.core.resolve_session(authorization(&request), "session").await?;
             let spend = self.read(self.core.store.effect_spend(session.episode.as_str()), "session").await?;
@@ -336,15 +285,10 @@ impl StoreApi for StoreService {
             })
         }
         .await;
-        let outcome = match outcome {
-            Ok(view) => Outcome::Session(view),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::SessionReply { outcome: Some(outcome) }))
+        reply(outcome)
     }
 
     async fn calls(&self, request: Request<pb::CallsRequest>) -> Result<Response<pb::CallsReply>, Status> {
-        use pb::calls_reply::Outcome;
         let outcome = async {
             let session = self.core.resolve_session(authorization(&request), "calls").await?;
             let message = request.get_ref();
@@ -360,11 +304,7 @@ impl StoreApi for StoreService {
             Ok(pb::CallPage { items: items.into_iter().map(call).collect(), next: next.unwrap_or(0) })
         }
         .await;
-        let outcome = match outcome {
-            Ok(page) => Outcome::Page(page),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::CallsReply { outcome: Some(outcome) }))
+        reply(outcome)
     }
 }
 

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use world_model::Failure;
+use world_proto::Outcome as _;
 use world_proto::v1 as pb;
 use world_proto::v1::o_auth_client::OAuthClient;
 
@@ -17,13 +18,13 @@ impl CoreClient {
     pub async fn register_oauth_client(
         &self,
         message: pb::RegisterClientRequest,
-    ) -> Result<Option<pb::register_client_reply::Outcome>, Failure> {
+    ) -> Result<Option<Result<pb::RegisteredClient, pb::OAuthError>>, Failure> {
         let reply = self
             .unary("oauth register", None, DEADLINE, LostReply::Invocation, message, |channel, request| async move {
                 OAuthClient::new(channel).register_client(request).await
             })
             .await?;
-        Ok(reply.outcome)
+        Ok(reply.into_result())
     }
 
     pub async fn start_oauth_approval(
@@ -51,12 +52,12 @@ impl CoreClient {
     pub async fn exchange_oauth_token(
         &self,
         message: pb::ExchangeTokenRequest,
-    ) -> Result<Option<pb::exchange_token_reply::Outcome>, Failure> {
+    ) -> Result<Option<Result<pb::IssuedToken, pb::OAuthError>>, Failure> {
         let reply = self
             .unary("oauth token", None, DEADLINE, LostReply::Invocation, message, |channel, request| async move {
                 OAuthClient::new(channel).exchange_token(request).await
             })
             .await?;
-        Ok(reply.outcome)
+        Ok(reply.into_result())
     }
 }

@@ -255,7 +255,6 @@ struct RegisteredBody {
 }
 
 async fn register(core: &CoreClient, headers: &HeaderMap, body: Body, within: Duration) -> Response {
-    use pb::register_client_reply::Outcome;
     let metadata = |description: &str| json_error(OAuthErrorCode::InvalidClientMetadata.as_str(), description);
     if !content_type_is(headers, "application/json") {
         return json_error(OAuthErrorCode::InvalidRequest.as_str(), "the registration must be application/json");
@@ -297,7 +296,7 @@ async fn register(core: &CoreClient, headers: &HeaderMap, body: Body, within: Du
         Err(description) => return metadata(&description),
     };
     match core.register_oauth_client(message).await {
-        Ok(Some(Outcome::Client(client))) => no_store(json_answer(
+        Ok(Some(Ok(client))) => no_store(json_answer(
             StatusCode::CREATED,
             &RegisteredBody {
                 client_id: client.client_id,
@@ -309,7 +308,7 @@ async fn register(core: &CoreClient, headers: &HeaderMap, body: Body, within: Du
                 token_endpoint_auth_method: "none",
             },
         )),
-        Ok(Some(Outcome::Error(error))) => json_error(&error.error, &error.description),
+        Ok(Some(Err(error))) => json_error(&error.error, &error.description),
         Ok(None) | Err(_) => unavailable(),
     }
 }
@@ -409,7 +408,6 @@ struct TokenBody {
 }
 
 async fn token(core: &CoreClient, headers: &HeaderMap, body: Body, within: Duration) -> Response {
-    use pb::exchange_token_reply::Outcome;
     let invalid = |description: &str| json_error(OAuthErrorCode::InvalidRequest.as_str(), description);
     if !content_type_is(headers, "application/x-www-form-urlencoded") {
         return invalid("the token request must be application/x-www-form-urlencoded");
@@ -432,7 +430,7 @@ async fn token(core: &CoreClient, headers: &HeaderMap, body: Body, within: Durat
         refresh_token: get("refresh_token"),
     };
     match core.exchange_oauth_token(message).await {
-        Ok(Some(Outcome::Token(token))) => no_store(json_answer(
+        Ok(Some(Ok(token))) => no_store(json_answer(
             StatusCode::OK,
             &TokenBody {
                 access_token: token.access_token,
@@ -441,7 +439,7 @@ async fn token(core: &CoreClient, headers: &HeaderMap, body: Body, within: Durat
                 refresh_token: token.refresh_token,
             },
         )),
-        Ok(Some(Outcome::Error(error))) => json_error(&error.error, &error.description),
+        Ok(Some(Err(error))) => json_error(&error.error, &error.description),
         Ok(None) | Err(_) => unavailable(),
     }
 }
