@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command, and exactly what CI runs. It sets up what the tests need, then:
 #
-#   * checks formatting and lints (cargo fmt --check, clippy with warnings as errors);
+#   * checks formatting and lints (cargo fmt --check, clippy with warnings as errors) and that
+#     every crate uses each dependency it lists (cargo machete);
 #   * builds the binaries the end-to-end tests start and runs every test;
 #   * builds the release binaries and runs the compose suite (deploy/test-compose.sh: Docker
 #     images built here, core + three edges + proxy + a local OTLP receiver).
@@ -43,6 +44,9 @@ if [ -n "$whole" ]; then
     say "checking formatting and lints"
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
+    cargo machete --version >/dev/null 2>&1 ||
+        die "cargo-machete is missing: install it with 'cargo install cargo-machete --locked'"
+    cargo machete
 fi
 
 # ---------------------------------------------------------------------------

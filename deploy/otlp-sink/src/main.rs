@@ -14,134 +14,66 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
-use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
-use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use axum::routing::get;
+use otlp_sink::{ReceivedSpan, Spans};
 use serde_json::{Value, json};
 
-/// Spans kept at most; the oldest are dropped beyond it.
-const MAX_SPANS: usize = 100_000;
-
-#[derive(Clone, Debug)]
-struct SpanSummary {
-    service: String,
-    trace_id: String,
-    span_id: String,
-    parent_span_id: String,
-    name: String,
-    start_unix_nano: u64,
+fn service_name(span: &ReceivedSpan) -> &str {
+    if span.service.is_empty() { "unknown_service" } else { &span.service }
 }
 
-#[derive(Clone, Default)]
-struct Store(Arc<Mutex<Vec<SpanSummary>>>);
+fn services(spans: &Spans) -> Value {
+    let spans = spans.all();
+    let mut names: Vec<&str> = spans.iter().map(service_name).collect();
+    names.sort_unstable();
+    names.dedup();
+    json!({ "data": names })
+}
 
-impl Store {
-    fn record(&self, request: ExportTraceServiceRequest) -> usize {
-        let mut received = Vec::new();
-        for resource in request.resource_spans {
-            let service = resource
-                .resource
-                .as_ref()
-                .and_then(|r| r.attributes.iter().find(|a| a.key == "service.name"))
-                .and_then(|a| a.value.as_ref())
-                .and_then(|v| match &v.value {
-                    Some(AnyValue::StringValue(s)) => Some(s.clone()),
-                    _ => None,
-                })
-                .unwrap_or_else(|| "unknown_service".to_owned());
-            for scope in resource.scope_spans {
-                for span in scope.spans {
-                    received.push(SpanSummary {
-                        service: service.clone(),
-                        trace_id: hex(&span.trace_id),
-                        span_id: hex(&span.span_id),
-                        parent_span_id: hex(&span.parent_span_id),
-                        name: span.name,
-                        start_unix_nano: span.start_time_unix_nano,
-                    });
-                }
-            }
-        }
-        let count = received.len();
-        let mut spans = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        spans.extend(received);
-        let excess = spans.len().saturating_sub(MAX_SPANS);
-        spans.drain(..excess);
-        count
+/// Jaeger's `/api/traces` shape, for the traces touching `service`.
+fn traces(spans: &Spans, service: &str) -> Value {
+    let spans = spans.all();
+    let mut by_trace: BTreeMap<&str, Vec<&ReceivedSpan>> = BTreeMap::new();
+    for span in spans.iter() {
+        by_trace.entry(span.trace_id.as_str()).or_default().push(span);
     }
-
-    fn services(&self) -> Value {
-        let spans = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let mut names: Vec<&str> = spans.iter().map(|s| s.service.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        json!({ "data": names })
-    }
-
-    /// Jaeger's `/api/traces` shape, for the traces touching `service`.
-    fn traces(&self, service: &str) -> Value {
-        let spans = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let mut by_trace: BTreeMap<&str, Vec<&SpanSummary>> = BTreeMap::new();
-        for span in spans.iter() {
-            by_trace.entry(span.trace_id.as_str()).or_default().push(span);
-        }
-        let data: Vec<Value> = by_trace
-            .into_iter()
-            .filter(|(_, spans)| spans.iter().any(|s| s.service == service))
-            .map(|(trace_id, mut spans)| {
-                spans.sort_by_key(|s| s.start_unix_nano);
-                let mut processes: HashMap<&str, String> = HashMap::new();
-                let spans: Vec<Value> = spans
-                    .iter()
-                    .map(|s| {
-                        let next = format!("p{}", processes.len() + 1);
-                        let process = processes.entry(s.service.as_str()).or_insert(next).clone();
-                        let references = if s.parent_span_id.is_empty() {
-                            json!([])
-                        } else {
-                            json!([{ "refType": "CHILD_OF", "traceID": s.trace_id, "spanID": s.parent_span_id }])
-                        };
-                        json!({
-                            "traceID": s.trace_id,
-                            "spanID": s.span_id,
-                            "operationName": s.name,
-                            "references": references,
-                            "startTime": s.start_unix_nano / 1000,
-                            "processID": process,
-                        })
+    let data: Vec<Value> = by_trace
+        .into_iter()
+        .filter(|(_, spans)| spans.iter().any(|s| service_name(s) == service))
+        .map(|(trace_id, mut spans)| {
+            spans.sort_by_key(|s| s.start_unix_nano);
+            let mut processes: HashMap<&str, String> = HashMap::new();
+            let spans: Vec<Value> = spans
+                .iter()
+                .map(|s| {
+                    let next = format!("p{}", processes.len() + 1);
+                    let process = processes.entry(service_name(s)).or_insert(next).clone();
+                    let references = if s.parent_span_id.is_empty() {
+                        json!([])
+                    } else {
+                        json!([{ "refType": "CHILD_OF", "traceID": s.trace_id, "spanID": s.parent_span_id }])
+                    };
+                    json!({
+                        "traceID": s.trace_id,
+                        "spanID": s.span_id,
+                        "operationName": s.name,
+                        "references": references,
+                        "startTime": s.start_unix_nano / 1000,
+                        "processID": process,
                     })
-                    .collect();
-                let processes: serde_json::Map<String, Value> = processes
-                    .into_iter()
-                    .map(|(service, id)| (id, json!({ "serviceName": service, "tags": [] })))
-                    .collect();
-                json!({ "traceID": trace_id, "spans": spans, "processes": processes })
-            })
-            .collect();
-        json!({ "data": data })
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-struct Collector(Store);
-
-#[tonic::async_trait]
-impl TraceService for Collector {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        self.0.record(request.into_inner());
-        Ok(tonic::Response::new(ExportTraceServiceResponse { partial_success: None }))
-    }
+                })
+                .collect();
+            let processes: serde_json::Map<String, Value> = processes
+                .into_iter()
+                .map(|(service, id)| (id, json!({ "serviceName": service, "tags": [] })))
+                .collect();
+            json!({ "traceID": trace_id, "spans": spans, "processes": processes })
+        })
+        .collect();
+    json!({ "data": data })
 }
 
 fn address(var: &str, default: &str) -> SocketAddr {
@@ -161,7 +93,7 @@ async fn bind(addr: SocketAddr) -> tokio::net::TcpListener {
 
 #[tokio::main]
 async fn main() {
-    let store = Store::default();
+    let store = Spans::default();
     let grpc = bind(address("OTLP_SINK_GRPC", "0.0.0.0:4317")).await;
     let http = bind(address("OTLP_SINK_HTTP", "0.0.0.0:4318")).await;
     let query = bind(address("OTLP_SINK_QUERY", "0.0.0.0:16686")).await;
@@ -171,39 +103,18 @@ async fn main() {
         }
     }
 
-    let collector = TraceServiceServer::new(Collector(store.clone()));
-    let grpc = tokio::spawn(async move {
-        tonic::transport::Server::builder()
-            .add_service(collector)
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(grpc))
-            .await
-            .map_err(|e| e.to_string())
-    });
-
-    let ingest = axum::Router::new()
-        .route(
-            "/v1/traces",
-            post(|State(store): State<Store>, body: axum::body::Bytes| async move {
-                match <ExportTraceServiceRequest as prost::Message>::decode(body) {
-                    Ok(request) => {
-                        store.record(request);
-                        // An empty ExportTraceServiceResponse is zero bytes of protobuf.
-                        (StatusCode::OK, [("content-type", "application/x-protobuf")], Vec::new())
-                    }
-                    Err(_) => (StatusCode::BAD_REQUEST, [("content-type", "text/plain")], b"bad protobuf".to_vec()),
-                }
-            }),
-        )
-        .with_state(store.clone());
-    let http = tokio::spawn(async move { axum::serve(http, ingest).await.map_err(|e| e.to_string()) });
+    let grpc = tokio::spawn(otlp_sink::serve_grpc(grpc, store.clone()));
+    let http = tokio::spawn(otlp_sink::serve_http(http, store.clone()));
+    let grpc = async { grpc.await.map(|served| served.map_err(|e| e.to_string())) };
+    let http = async { http.await.map(|served| served.map_err(|e| e.to_string())) };
 
     let api = axum::Router::new()
-        .route("/api/services", get(|State(store): State<Store>| async move { axum::Json(store.services()) }))
+        .route("/api/services", get(|State(store): State<Spans>| async move { axum::Json(services(&store)) }))
         .route(
             "/api/traces",
-            get(|State(store): State<Store>, Query(params): Query<HashMap<String, String>>| async move {
+            get(|State(store): State<Spans>, Query(params): Query<HashMap<String, String>>| async move {
                 match params.get("service") {
-                    Some(service) => (StatusCode::OK, axum::Json(store.traces(service))),
+                    Some(service) => (StatusCode::OK, axum::Json(traces(&store, service))),
                     None => {
                         (StatusCode::BAD_REQUEST, axum::Json(json!({ "errors": [{ "msg": "service is required" }] })))
                     }
