@@ -1,20 +1,40 @@
-//! world-core: the World core service. It owns the store, sessions, the
-//! registry and admission, and serves them over the world.v1 gRPC API; the
-//! `world-core` binary also carries the operator verbs (session, genesis).
+//! world-core: the World core service. It holds the only store (SQLite or PostgreSQL) and
+//! serves it to the edges over the world.v1 gRPC API ([`grpc`]); the `world-core` binary also
+//! carries the operator verbs (`up`, `session`, `genesis`, `why`).
+//!
+//! What it does, and where:
+//!
+//! * **Admission** ([`Core::admit`], `grpc/admission.rs`): a caller's session resolved fresh
+//!   from the store ([`session`]) and the transition surface its grants open (`surface.rs`,
+//!   read through [`registry`]).
+//! * **Invocation** ([`invoke`]): validate, claim, reconcile, bind, verify, execute in the
+//!   pinned interpreter's capsule ([`capsule`], [`subprocess`]), commit. Every refusal is
+//!   classified in `invoke/refusal.rs`.
+//! * **Effects** ([`effects`]): the broker's grant law and durable intent, the confined
+//!   handlers, and recovery of intents a previous run left pending.
+//! * **The commit** ([`store`], `store/commit.rs`): compare-and-append, group-committed; the one
+//!   mutation of world state.
+//! * **Reads** (`store/reads.rs`): who reads what — a session's own episode, or everything.
+//! * **OAuth sign-in** ([`oauth`]): clients, approvals and the token endpoint, minting session
+//!   credentials.
+//! * **Liveness** (`store/liveness.rs`): which cores are alive, so a dead core's claims end.
+//!
+//! The public face is what the binaries, the publish CLI and the tests need; the rest is
+//! `pub(crate)`.
 
 pub mod archive;
 pub mod attended;
-pub mod calls;
+pub(crate) mod calls;
 pub mod capsule;
 pub mod effects;
-pub mod fault;
+pub(crate) mod fault;
 #[cfg(test)]
 mod fuzzing;
 pub mod genesis;
 pub mod grpc;
 pub mod invoke;
 pub mod limits;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod oauth;
 pub mod publish;
 pub mod registry;
@@ -22,13 +42,15 @@ pub mod scratch;
 pub mod session;
 pub mod store;
 pub mod subprocess;
-pub mod surface;
+pub(crate) mod surface;
+
+pub use limits::Limits;
+pub use store::{Store, StoreError};
 
 use world_model::{Failure, FailureCode};
 use world_proto::v1 as pb;
 
 use session::SessionBinding;
-use store::Store;
 
 /// The version every World binary reports.
 pub const DAEMON_VERSION: &str = env!("CARGO_PKG_VERSION");

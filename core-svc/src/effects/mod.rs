@@ -2,8 +2,8 @@
 //! the confined worktree handlers, and recovery at start.
 
 pub mod ailang;
-pub mod broker;
-pub mod episodes;
+pub(crate) mod broker;
+pub(crate) mod episodes;
 pub mod handlers;
 pub mod recovery;
 pub mod workspace;

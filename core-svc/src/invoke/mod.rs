@@ -12,8 +12,8 @@
 mod commit_plan;
 mod effectful;
 mod pure;
-pub mod reconcile;
-pub mod refusal;
+pub(crate) mod reconcile;
+pub(crate) mod refusal;
 mod sources;
 mod validate;
 
