@@ -113,6 +113,23 @@ pub enum LostReply {
     Invocation,
 }
 
+/// A store read of the `world.v1.Store` RPC `method`: under the read deadline, and retried on
+/// another core when it is lost.
+macro_rules! store_read {
+    ($client:expr, $what:expr, $credential:expr, $message:expr, $method:ident) => {
+        $client
+            .outcome(
+                $what,
+                Some($credential),
+                deadline::READ,
+                LostReply::Retryable,
+                $message,
+                |channel, request| async move { StoreClient::new(channel).$method(request).await },
+            )
+            .await
+    };
+}
+
 impl CoreClient {
     /// Channels that connect on first use, so a core started after the edge is picked up.
     /// Call it inside a Tokio runtime: each channel spawns its connection task there.
@@ -278,18 +295,12 @@ impl CoreClient {
     }
 
     pub async fn head(&self, credential: &Forwarded) -> Result<String, Failure> {
-        self.read("head", credential, pb::HeadRequest {}, |channel, request| async move {
-            StoreClient::new(channel).head(request).await
-        })
-        .await
+        store_read!(self, "head", credential, pb::HeadRequest {}, head)
     }
 
     pub async fn world(&self, credential: &Forwarded, reference: &HashRef) -> Result<pb::World, Failure> {
         let message = pb::GetWorldRequest { r#ref: reference.to_string() };
-        self.read("world", credential, message, |channel, request| async move {
-            StoreClient::new(channel).get_world(request).await
-        })
-        .await
+        store_read!(self, "world", credential, message, get_world)
     }
 
     pub async fn object(
@@ -299,10 +310,7 @@ impl CoreClient {
         with_payload: bool,
     ) -> Result<pb::StoredObject, Failure> {
         let message = pb::GetObjectRequest { r#ref: hash.to_string(), with_payload };
-        self.read("object", credential, message, |channel, request| async move {
-            StoreClient::new(channel).get_object(request).await
-        })
-        .await
+        store_read!(self, "object", credential, message, get_object)
     }
 
     pub async fn objects_by_semantic_id(
@@ -317,60 +325,37 @@ impl CoreClient {
             after: HashRef::optional_text(after),
             limit,
         };
-        let page = self
-            .read("objects by semantic id", credential, message, |channel, request| async move {
-                StoreClient::new(channel).objects_by_semantic_id(request).await
-            })
-            .await?;
+        let page = store_read!(self, "objects by semantic id", credential, message, objects_by_semantic_id)?;
         Ok(page.items)
     }
 
     pub async fn log_entry(&self, credential: &Forwarded, index: i64) -> Result<pb::LogEntry, Failure> {
-        self.read("log entry", credential, pb::GetLogEntryRequest { index }, |channel, request| async move {
-            StoreClient::new(channel).get_log_entry(request).await
-        })
-        .await
+        store_read!(self, "log entry", credential, pb::GetLogEntryRequest { index }, get_log_entry)
     }
 
     pub async fn log_page(&self, credential: &Forwarded, from: i64, limit: u32) -> Result<Vec<pb::LogEntry>, Failure> {
-        let page = self
-            .read("log page", credential, pb::LogPageRequest { from, limit }, |channel, request| async move {
-                StoreClient::new(channel).log_page(request).await
-            })
-            .await?;
+        let page = store_read!(self, "log page", credential, pb::LogPageRequest { from, limit }, log_page)?;
         Ok(page.items)
     }
 
     /// The caller's own session with each grant's spend.
     pub async fn session_view(&self, credential: &Forwarded) -> Result<pb::SessionView, Failure> {
-        self.read("session", credential, pb::SessionRequest {}, |channel, request| async move {
-            StoreClient::new(channel).session(request).await
-        })
-        .await
+        store_read!(self, "session", credential, pb::SessionRequest {}, session)
     }
 
     /// A page of the log read as calls, or the call `request.find` names.
     pub async fn calls(&self, credential: &Forwarded, request: pb::CallsRequest) -> Result<pb::CallPage, Failure> {
-        self.read("calls", credential, request, |channel, request| async move {
-            StoreClient::new(channel).calls(request).await
-        })
-        .await
+        store_read!(self, "calls", credential, request, calls)
     }
 
     pub async fn registry_head(&self, credential: &Forwarded, name: &str) -> Result<String, Failure> {
         let message = pb::RegistryHeadRequest { name: name.to_owned() };
-        self.read("registry head", credential, message, |channel, request| async move {
-            StoreClient::new(channel).registry_head(request).await
-        })
-        .await
+        store_read!(self, "registry head", credential, message, registry_head)
     }
 
     pub async fn receipt(&self, credential: &Forwarded, invocation_id: &str) -> Result<pb::ReceiptState, Failure> {
         let message = pb::ReceiptRequest { invocation_id: invocation_id.to_owned() };
-        self.read("receipt", credential, message, |channel, request| async move {
-            StoreClient::new(channel).receipt(request).await
-        })
-        .await
+        store_read!(self, "receipt", credential, message, receipt)
     }
 
     /// One call whose reply is the value or the core's typed failure: the one place such a
@@ -395,23 +380,6 @@ impl CoreClient {
             Some(Err(failure)) => Err(from_proto(failure)),
             None => Err(empty_reply(what)),
         }
-    }
-
-    /// A store read: under the read deadline, and retried on another core when it is lost.
-    async fn read<Q, R, F, Fut>(
-        &self,
-        what: &'static str,
-        credential: &Forwarded,
-        message: Q,
-        call: F,
-    ) -> Result<R::Value, Failure>
-    where
-        Q: Clone,
-        R: Outcome<Error = pb::Failure>,
-        F: Fn(Channel, Request<Q>) -> Fut,
-        Fut: Future<Output = Result<Response<R>, Status>>,
-    {
-        self.outcome(what, Some(credential), deadline::READ, LostReply::Retryable, message, call).await
     }
 
     /// One call of a published transition under `timeout`. It is sent once: the core may have

@@ -60,16 +60,16 @@ pub struct ServeArgs {
 pub struct LimitArgs {
     /// Seconds one invocation may take, end to end (at least 2); an effectful call's plan,
     /// handler, finish and commit each get a share of it.
-    #[arg(long, env = "WORLD_INVOCATION_TIMEOUT", default_value_t = 20)]
+    #[arg(long, env = "WORLD_INVOCATION_TIMEOUT", default_value_t = Limits::default().invocation.as_secs())]
     invocation_timeout: u64,
     /// Interpreter subprocesses that may run at once; calls beyond are refused, not queued.
     #[arg(long, env = "WORLD_MAX_SUBPROCESSES", default_value_t = Limits::default().max_subprocesses)]
     max_subprocesses: usize,
     /// Largest canonical input (arguments) in bytes.
-    #[arg(long, env = "WORLD_MAX_INPUT_BYTES", default_value_t = 1024 * 1024)]
+    #[arg(long, env = "WORLD_MAX_INPUT_BYTES", default_value_t = Limits::default().max_input)]
     max_input_bytes: usize,
     /// Largest transition output in bytes.
-    #[arg(long, env = "WORLD_MAX_OUTPUT_BYTES", default_value_t = 1024 * 1024)]
+    #[arg(long, env = "WORLD_MAX_OUTPUT_BYTES", default_value_t = Limits::default().max_output)]
     max_output_bytes: usize,
 }
 

@@ -58,8 +58,6 @@ const RUN_CAPS: [&str; 5] = ["Declassify", "Env", "FS", "IO", "Net"];
 const GRANTED_CAPS: [&str; 2] = ["FS", "IO"];
 /// Bytes of stdout and of stderr an output carries; the rest is cut and marked.
 const STREAM_CAP: usize = 256 * 1024;
-/// Bytes a run may write to one stream before it is killed.
-const RUN_OUTPUT_CAP: usize = 8 * 1024 * 1024;
 /// Example hits given a source snippet.
 const SNIPPETS: usize = 5;
 
@@ -582,7 +580,7 @@ impl AilangHandlers {
         if let Some(examples) = &self.examples {
             spawn = spawn.env("AILANG_EXAMPLES", examples);
         }
-        Ok((Box::pin(subprocess::run(spawn, slot, self.timeout, RUN_OUTPUT_CAP)).await, sha256))
+        Ok((Box::pin(subprocess::run(spawn, slot, self.timeout, subprocess::OUTPUT_CAP)).await, sha256))
     }
 }
 

@@ -48,6 +48,17 @@ fn not_found(message: &str) -> Failure {
     Failure::new(FailureCode::NotFound, message)
 }
 
+/// A read of one thing: the store's error classified, or `missing` when there is none.
+trait Found<T> {
+    fn found(self, what: &'static str, missing: &str) -> Result<T, Failure>;
+}
+
+impl<T> Found<T> for Result<Option<T>, StoreError> {
+    fn found(self, what: &'static str, missing: &str) -> Result<T, Failure> {
+        self.map_err(read_failure(what))?.ok_or_else(|| not_found(missing))
+    }
+}
+
 fn read_failure(what: &'static str) -> impl Fn(StoreError) -> Failure {
     move |error| crate::invoke::refusal::rest_store_failure(error, what)
 }
@@ -62,11 +73,7 @@ impl StoreApi for StoreService {
         let store = &self.core.store;
         let outcome = self
             .gated(&request, "head", |_| async {
-                store
-                    .selected_head()
-                    .await
-                    .map_err(read_failure("head"))?
-                    .ok_or_else(|| not_found("no world head has been selected yet"))
+                store.selected_head().await.found("head", "no world head has been selected yet")
             })
             .await;
         reply(outcome.map(|head| head.to_string()))
@@ -77,11 +84,7 @@ impl StoreApi for StoreService {
         let outcome = self
             .gated(&request, "world", |_| async {
                 let reference = parse_ref("world ref", &request.get_ref().r#ref)?;
-                store
-                    .world(&reference)
-                    .await
-                    .map_err(read_failure("world"))?
-                    .ok_or_else(|| not_found("world not found"))
+                store.world(&reference).await.found("world", "world not found")
             })
             .await;
         reply(outcome.map(convert::world))
@@ -93,12 +96,7 @@ impl StoreApi for StoreService {
         let outcome = self
             .gated(&request, "object", |reader| async move {
                 let hash = parse_ref("object ref", &message.r#ref)?;
-                store
-                    .reads(&reader)
-                    .object(&hash, message.with_payload)
-                    .await
-                    .map_err(read_failure("object"))?
-                    .ok_or_else(|| not_found("object not found"))
+                store.reads(&reader).object(&hash, message.with_payload).await.found("object", "object not found")
             })
             .await;
         reply(outcome.map(convert::object))
@@ -139,8 +137,7 @@ impl StoreApi for StoreService {
                     .reads(&reader)
                     .entry_of_object(&hash)
                     .await
-                    .map_err(read_failure("object entry"))?
-                    .ok_or_else(|| not_found("no log entry carries this object"))
+                    .found("object entry", "no log entry carries this object")
             })
             .await;
         reply(outcome.map(convert::entry))
@@ -158,12 +155,7 @@ impl StoreApi for StoreService {
                 if index < 0 {
                     return Err(Failure::new(FailureCode::BadRequest, "log index must be a non-negative integer"));
                 }
-                store
-                    .reads(&reader)
-                    .log_entry(index)
-                    .await
-                    .map_err(read_failure("log entry"))?
-                    .ok_or_else(|| not_found("log entry not found"))
+                store.reads(&reader).log_entry(index).await.found("log entry", "log entry not found")
             })
             .await;
         reply(outcome.map(convert::entry))
@@ -194,11 +186,7 @@ impl StoreApi for StoreService {
                 if name.is_empty() {
                     return Err(Failure::new(FailureCode::BadRequest, "registry name is empty"));
                 }
-                store
-                    .registry_head(name)
-                    .await
-                    .map_err(read_failure("registry head"))?
-                    .ok_or_else(|| not_found("registry head not found"))
+                store.registry_head(name).await.found("registry head", "registry head not found")
             })
             .await;
         reply(outcome.map(|head| head.to_string()))

@@ -14,16 +14,23 @@ use crate::core::{CoreClient, LostReply};
 /// Each OAuth call's deadline: a few store statements on the core.
 const DEADLINE: Duration = Duration::from_secs(10);
 
+/// One `world.v1.OAuth` call (`method`): no credential, sent once.
+macro_rules! oauth_call {
+    ($client:expr, $what:expr, $message:expr, $method:ident) => {
+        $client
+            .unary($what, None, DEADLINE, LostReply::Invocation, $message, |channel, request| async move {
+                OAuthClient::new(channel).$method(request).await
+            })
+            .await
+    };
+}
+
 impl CoreClient {
     pub async fn register_oauth_client(
         &self,
         message: pb::RegisterClientRequest,
     ) -> Result<Option<Result<pb::RegisteredClient, pb::OAuthError>>, Failure> {
-        let reply = self
-            .unary("oauth register", None, DEADLINE, LostReply::Invocation, message, |channel, request| async move {
-                OAuthClient::new(channel).register_client(request).await
-            })
-            .await?;
+        let reply = oauth_call!(self, "oauth register", message, register_client)?;
         Ok(reply.into_result())
     }
 
@@ -31,33 +38,19 @@ impl CoreClient {
         &self,
         message: pb::StartApprovalRequest,
     ) -> Result<Option<pb::approval_reply::Outcome>, Failure> {
-        let reply = self
-            .unary("oauth start", None, DEADLINE, LostReply::Invocation, message, |channel, request| async move {
-                OAuthClient::new(channel).start_approval(request).await
-            })
-            .await?;
-        Ok(reply.outcome)
+        Ok(oauth_call!(self, "oauth start", message, start_approval)?.outcome)
     }
 
     pub async fn await_oauth_approval(&self, request: &str) -> Result<Option<pb::approval_reply::Outcome>, Failure> {
         let message = pb::AwaitApprovalRequest { request: request.to_owned() };
-        let reply = self
-            .unary("oauth await", None, DEADLINE, LostReply::Invocation, message, |channel, request| async move {
-                OAuthClient::new(channel).await_approval(request).await
-            })
-            .await?;
-        Ok(reply.outcome)
+        Ok(oauth_call!(self, "oauth await", message, await_approval)?.outcome)
     }
 
     pub async fn exchange_oauth_token(
         &self,
         message: pb::ExchangeTokenRequest,
     ) -> Result<Option<Result<pb::IssuedToken, pb::OAuthError>>, Failure> {
-        let reply = self
-            .unary("oauth token", None, DEADLINE, LostReply::Invocation, message, |channel, request| async move {
-                OAuthClient::new(channel).exchange_token(request).await
-            })
-            .await?;
+        let reply = oauth_call!(self, "oauth token", message, exchange_token)?;
         Ok(reply.into_result())
     }
 }
