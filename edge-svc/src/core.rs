@@ -113,20 +113,26 @@ pub enum LostReply {
     Invocation,
 }
 
+/// One call of `Client::method` whose reply is a value or a typed failure, read back by
+/// [`outcome`].
+macro_rules! rpc {
+    ($client:expr, $what:expr, $credential:expr, $deadline:expr, $lost:expr, $message:expr, $rpc:ident :: $method:ident) => {
+        outcome(
+            $what,
+            $client
+                .unary($what, Some($credential), $deadline, $lost, $message, |channel, request| async move {
+                    $rpc::new(channel).$method(request).await
+                })
+                .await,
+        )
+    };
+}
+
 /// A store read of the `world.v1.Store` RPC `method`: under the read deadline, and retried on
 /// another core when it is lost.
 macro_rules! store_read {
     ($client:expr, $what:expr, $credential:expr, $message:expr, $method:ident) => {
-        $client
-            .outcome(
-                $what,
-                Some($credential),
-                deadline::READ,
-                LostReply::Retryable,
-                $message,
-                |channel, request| async move { StoreClient::new(channel).$method(request).await },
-            )
-            .await
+        rpc!($client, $what, $credential, deadline::READ, LostReply::Retryable, $message, StoreClient::$method)
     };
 }
 
@@ -281,16 +287,8 @@ impl CoreClient {
     pub async fn admit(&self, credential: &Forwarded) -> Result<Admitted, Failure> {
         let known = self.surfaces.known(credential.as_str());
         let message = pb::AdmitRequest { known_surface: known.as_ref().map(|s| s.digest.clone()).unwrap_or_default() };
-        let admitted = self
-            .outcome(
-                "admit",
-                Some(credential),
-                deadline::ADMIT,
-                LostReply::Retryable,
-                message,
-                |channel, request| async move { AdmissionClient::new(channel).admit(request).await },
-            )
-            .await?;
+        let admitted =
+            rpc!(self, "admit", credential, deadline::ADMIT, LostReply::Retryable, message, AdmissionClient::admit)?;
         Ok(self.surfaces.admitted(credential.as_str(), known, admitted))
     }
 
@@ -358,30 +356,6 @@ impl CoreClient {
         store_read!(self, "receipt", credential, message, receipt)
     }
 
-    /// One call whose reply is the value or the core's typed failure: the one place such a
-    /// reply is read back.
-    async fn outcome<Q, R, F, Fut>(
-        &self,
-        what: &'static str,
-        credential: Option<&Forwarded>,
-        timeout: Duration,
-        lost: LostReply,
-        message: Q,
-        call: F,
-    ) -> Result<R::Value, Failure>
-    where
-        Q: Clone,
-        R: Outcome<Error = pb::Failure>,
-        F: Fn(Channel, Request<Q>) -> Fut,
-        Fut: Future<Output = Result<Response<R>, Status>>,
-    {
-        match self.unary(what, credential, timeout, lost, message, call).await?.into_result() {
-            Some(Ok(value)) => Ok(value),
-            Some(Err(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply(what)),
-        }
-    }
-
     /// One call of a published transition under `timeout`. It is sent once: the core may have
     /// run it even when the reply is lost, and only an A2A task id makes a resend safe, which
     /// is the caller's decision. A message naming the surface its call was chosen from, instead
@@ -443,15 +417,20 @@ impl CoreClient {
     /// `CommitUncertain`, since the commit may have landed; the caller words the reconcile
     /// instructions, as only it knows the entry and the invocation id.
     pub async fn commit(&self, credential: &Forwarded, message: pb::CommitRequest) -> Result<String, Failure> {
-        self.outcome(
-            "commit",
-            Some(credential),
-            deadline::COMMIT,
-            LostReply::Uncertain,
-            message,
-            |channel, request| async move { StoreClient::new(channel).commit(request).await },
-        )
-        .await
+        rpc!(self, "commit", credential, deadline::COMMIT, LostReply::Uncertain, message, StoreClient::commit)
+    }
+}
+
+/// A reply read back as its value or the core's typed failure: the one place such a reply is
+/// read.
+fn outcome<R: Outcome<Error = pb::Failure>>(
+    what: &'static str,
+    reply: Result<R, Failure>,
+) -> Result<R::Value, Failure> {
+    match reply?.into_result() {
+        Some(Ok(value)) => Ok(value),
+        Some(Err(failure)) => Err(from_proto(failure)),
+        None => Err(empty_reply(what)),
     }
 }
 

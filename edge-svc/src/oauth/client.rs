@@ -30,8 +30,7 @@ impl CoreClient {
         &self,
         message: pb::RegisterClientRequest,
     ) -> Result<Option<Result<pb::RegisteredClient, pb::OAuthError>>, Failure> {
-        let reply = oauth_call!(self, "oauth register", message, register_client)?;
-        Ok(reply.into_result())
+        Ok(oauth_call!(self, "oauth register", message, register_client)?.into_result())
     }
 
     pub async fn start_oauth_approval(
@@ -50,7 +49,6 @@ impl CoreClient {
         &self,
         message: pb::ExchangeTokenRequest,
     ) -> Result<Option<Result<pb::IssuedToken, pb::OAuthError>>, Failure> {
-        let reply = oauth_call!(self, "oauth token", message, exchange_token)?;
-        Ok(reply.into_result())
+        Ok(oauth_call!(self, "oauth token", message, exchange_token)?.into_result())
     }
 }
