@@ -1,11 +1,11 @@
 //! A session's surface: the registry descriptors its live grants make visible, in registry
-//! order, with a digest that names exactly that set. Admission ships it; an invocation sent
-//! without a separate admission checks the digest its edge holds against it.
+//! order, with a digest that names exactly that set. Admission ships it for `tools/list` and
+//! the cards; an invocation finds the tool it names on it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use world_model::{Failure, FailureCode, Grant, HashRef, Revision};
+use world_model::{Failure, FailureCode, Grant, HashRef, McpNameError, Revision, Surface as Wire, escape_surface};
 use world_proto::v1 as pb;
 
 use crate::grpc::convert;
@@ -16,6 +16,41 @@ use crate::{Core, registry};
 pub struct Surface {
     pub digest: String,
     pub descriptors: Vec<pb::Descriptor>,
+    /// Descriptor positions by transition id.
+    by_id: HashMap<String, usize>,
+    /// Descriptor positions by MCP tool name, escaped once when a call first asks; an over-long
+    /// or shared name refuses the whole surface, as `tools/list` does.
+    by_tool: OnceLock<Result<HashMap<String, usize>, McpNameError>>,
+}
+
+impl Surface {
+    fn new(digest: String, descriptors: Vec<pb::Descriptor>) -> Surface {
+        let by_id = descriptors.iter().enumerate().map(|(at, d)| (d.id.clone(), at)).collect();
+        Surface { digest, descriptors, by_id, by_tool: OnceLock::new() }
+    }
+
+    /// The transition a call names on this surface: A2A by its id, MCP by its tool name. One
+    /// that is absent, invisible or ungranted is `NotAuthorized` (MCP's unknown tool).
+    pub fn transition(&self, surface: Wire, named: &str) -> Result<&pb::Descriptor, Failure> {
+        let at = match surface {
+            Wire::A2a => self.by_id.get(named),
+            Wire::Mcp => {
+                let by_tool = self.by_tool.get_or_init(|| {
+                    let names = escape_surface(self.descriptors.iter().map(|d| d.id.as_str()))?;
+                    Ok(names.into_iter().enumerate().map(|(at, name)| (name, at)).collect())
+                });
+                match by_tool {
+                    Ok(by_tool) => by_tool.get(named),
+                    Err(error) => {
+                        // The reference's operator line; the caller sees only "host callback failed".
+                        tracing::error!("mcp refusal: tools/call -: {:?}", error.to_string());
+                        return Err(Failure::of(FailureCode::Unavailable));
+                    }
+                }
+            }
+        };
+        at.map(|&at| &self.descriptors[at]).ok_or_else(|| Failure::of(FailureCode::NotAuthorized))
+    }
 }
 
 /// The registry head a session sees and its surface there; `None` when nothing is published.
@@ -47,10 +82,10 @@ impl Surfaces {
             named.push('\n');
             named.push_str(descriptor.id.as_str());
         }
-        let surface = Arc::new(Surface {
-            digest: HashRef::of(named.as_bytes()).to_string(),
-            descriptors: visible.into_iter().map(convert::descriptor).collect(),
-        });
+        let surface = Arc::new(Surface::new(
+            HashRef::of(named.as_bytes()).to_string(),
+            visible.into_iter().map(convert::descriptor).collect(),
+        ));
         if surfaces.len() >= SURFACES_KEPT {
             surfaces.clear();
         }

@@ -23,37 +23,44 @@ impl InvocationService {
         Self { core }
     }
 
-    async fn invoke_call(&self, mut request: Request<pb::InvokeRequest>) -> Result<Outcome, Failure> {
-        let readmit = Ok(Outcome::Readmit(pb::Readmit {}));
-        // A call sent without an admission is admitted here; whatever that admission would
-        // have answered other than "this surface" goes back to the edge to answer properly.
-        let unadmitted = std::mem::take(&mut request.get_mut().unadmitted_surface);
-        let session = match self.core.resolve_session(authorization(&request), "invoke").await {
-            Ok(session) => session,
-            Err(_) if !unadmitted.is_empty() => return readmit,
-            Err(failure) => return Err(failure),
-        };
-        if !unadmitted.is_empty() {
-            let span = tracing::info_span!("admit", world.episode = session.episode.as_str());
-            match self.core.admit(&session).instrument(span).await {
-                Ok(Some((_, surface))) if surface.digest == unadmitted => {}
-                _ => return readmit,
-            }
-        }
+    /// The seed's order: the session, the tool on the session's surface at the registry head
+    /// current now (having seen a tool conveys no authority), the invocation service, the
+    /// call's arguments; then the coordinator validates and runs it.
+    async fn invoke_call(&self, request: Request<pb::InvokeRequest>) -> Result<pb::Invoked, Failure> {
+        let session = self.core.resolve_session(authorization(&request), "invoke").await?;
         let message = request.into_inner();
-        let episode = session.episode.as_str().to_owned();
         let surface = Surface::parse(&message.surface)
             .ok_or_else(|| Failure::new(FailureCode::InvalidParams, "surface must be a2a or mcp"))?;
+        let span = tracing::info_span!("admit", world.episode = session.episode.as_str());
+        let admitted = self.core.admit(&session).instrument(span).await?;
+        let named = match surface {
+            Surface::A2a => &message.transition_id,
+            Surface::Mcp => &message.mcp_tool,
+        };
+        let Some((_, seen)) = admitted else { return Err(Failure::of(FailureCode::NotAuthorized)) };
+        let transition_id = seen.transition(surface, named)?.id.clone();
         let Some(coordinator) = &self.core.coordinator else {
             tracing::error!(
                 "{surface} refusal: invoke -: \"this core serves without --ailang-bin: there is no coordinator\""
             );
             return Err(Failure::of(FailureCode::Unavailable));
         };
+        // The edge passes the arguments on as sent; only an object is a call. A2A answers
+        // anything else as invalid params, MCP as a failed host callback (reference-edge §7.1).
+        if !message.arguments.trim_ascii_start().starts_with(b"{") {
+            return Err(match surface {
+                Surface::A2a => Failure::of(FailureCode::InvalidParams),
+                Surface::Mcp => {
+                    tracing::info!("mcp refusal: tools/call -: {:?}", "tools/call arguments are not a JSON object");
+                    Failure::new(FailureCode::BadRequest, "arguments are not an object")
+                }
+            });
+        }
+        let episode = session.episode.as_str().to_owned();
         let call = Call {
             surface,
             session,
-            transition_id: message.transition_id,
+            transition_id,
             task_id: match surface {
                 Surface::A2a => Some(message.task_id),
                 Surface::Mcp => None,
@@ -62,7 +69,7 @@ impl InvocationService {
             pin: (!message.transition_fn.is_empty()).then_some(message.transition_fn),
         };
         let invoked = coordinator.invoke(Arc::clone(&self.core.registry), call).await?;
-        Ok(Outcome::Invoked(invoked_message(invoked, episode)))
+        Ok(invoked_message(invoked, episode))
     }
 }
 
@@ -130,8 +137,10 @@ impl Invocation for InvocationService {
     }
 
     async fn invoke(&self, request: Request<pb::InvokeRequest>) -> Result<Response<pb::InvokeReply>, Status> {
-        let outcome =
-            self.invoke_call(request).await.unwrap_or_else(|failure| Outcome::Failure(convert::failure(failure)));
+        let outcome = match self.invoke_call(request).await {
+            Ok(invoked) => Outcome::Invoked(invoked),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
         Ok(Response::new(pb::InvokeReply { outcome: Some(outcome) }))
     }
 }
