@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use world_model::{Failure, FailureCode, Grant, HashRef, McpNameError, Revision, Surface as Wire, escape_surface};
+use world_model::{Failure, FailureCode, Grant, HashRef, McpNameError, Revision, escape_surface};
 use world_proto::v1 as pb;
 
 use crate::grpc::convert;
@@ -16,8 +16,6 @@ use crate::{Core, registry};
 pub struct Surface {
     pub digest: String,
     pub descriptors: Vec<pb::Descriptor>,
-    /// Descriptor positions by transition id.
-    by_id: HashMap<String, usize>,
     /// Descriptor positions by MCP tool name, escaped once when a call first asks; an over-long
     /// or shared name refuses the whole surface, as `tools/list` does.
     by_tool: OnceLock<Result<HashMap<String, usize>, McpNameError>>,
@@ -25,31 +23,27 @@ pub struct Surface {
 
 impl Surface {
     fn new(digest: String, descriptors: Vec<pb::Descriptor>) -> Surface {
-        let by_id = descriptors.iter().enumerate().map(|(at, d)| (d.id.clone(), at)).collect();
-        Surface { digest, descriptors, by_id, by_tool: OnceLock::new() }
+        Surface { digest, descriptors, by_tool: OnceLock::new() }
     }
 
-    /// The transition a call names on this surface: A2A by its id, MCP by its tool name. One
-    /// that is absent, invisible or ungranted is `NotAuthorized` (MCP's unknown tool).
-    pub fn transition(&self, surface: Wire, named: &str) -> Result<&pb::Descriptor, Failure> {
-        let at = match surface {
-            Wire::A2a => self.by_id.get(named),
-            Wire::Mcp => {
-                let by_tool = self.by_tool.get_or_init(|| {
-                    let names = escape_surface(self.descriptors.iter().map(|d| d.id.as_str()))?;
-                    Ok(names.into_iter().enumerate().map(|(at, name)| (name, at)).collect())
-                });
-                match by_tool {
-                    Ok(by_tool) => by_tool.get(named),
-                    Err(error) => {
-                        // The reference's operator line; the caller sees only "host callback failed".
-                        tracing::error!("mcp refusal: tools/call -: {:?}", error.to_string());
-                        return Err(Failure::of(FailureCode::Unavailable));
-                    }
-                }
+    /// The transition an MCP tool name stands for on this surface; a name that is not there is
+    /// `NotAuthorized` (MCP's unknown tool).
+    pub fn mcp_tool(&self, name: &str) -> Result<&str, Failure> {
+        let by_tool = self.by_tool.get_or_init(|| {
+            let names = escape_surface(self.descriptors.iter().map(|d| d.id.as_str()))?;
+            Ok(names.into_iter().enumerate().map(|(at, name)| (name, at)).collect())
+        });
+        match by_tool {
+            Ok(by_tool) => by_tool
+                .get(name)
+                .map(|&at| self.descriptors[at].id.as_str())
+                .ok_or_else(|| Failure::of(FailureCode::NotAuthorized)),
+            Err(error) => {
+                // The reference's operator line; the caller sees only "host callback failed".
+                tracing::error!("mcp refusal: tools/call -: {:?}", error.to_string());
+                Err(Failure::of(FailureCode::Unavailable))
             }
-        };
-        at.map(|&at| &self.descriptors[at]).ok_or_else(|| Failure::of(FailureCode::NotAuthorized))
+        }
     }
 }
 
@@ -68,7 +62,7 @@ pub struct Surfaces(Mutex<HashMap<SurfaceKey, Arc<Surface>>>);
 type SurfaceKey = (HashRef, Vec<(String, String, i64)>);
 
 impl Surfaces {
-    fn get(&self, head: HashRef, revision: &Revision, grants: &[Grant], now: i64) -> Arc<Surface> {
+    pub fn get(&self, head: HashRef, revision: &Revision, grants: &[Grant], now: i64) -> Arc<Surface> {
         let live = grants.iter().filter(|g| g.is_live(now)).map(|g| (g.effect.clone(), g.scope.clone(), g.budget));
         let key = (head, live.collect());
         let mut surfaces = self.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -12,6 +12,7 @@ use world_proto::v1::invoke_reply::Outcome;
 use super::{authorization, convert};
 use crate::Core;
 use crate::invoke::{Call, Invoked};
+use crate::session::SessionBinding;
 use crate::store::{Receipt, Store};
 
 pub struct InvocationService {
@@ -31,14 +32,7 @@ impl InvocationService {
         let message = request.into_inner();
         let surface = Surface::parse(&message.surface)
             .ok_or_else(|| Failure::new(FailureCode::InvalidParams, "surface must be a2a or mcp"))?;
-        let span = tracing::info_span!("admit", world.episode = session.episode.as_str());
-        let admitted = self.core.admit(&session).instrument(span).await?;
-        let named = match surface {
-            Surface::A2a => &message.transition_id,
-            Surface::Mcp => &message.mcp_tool,
-        };
-        let Some((_, seen)) = admitted else { return Err(Failure::of(FailureCode::NotAuthorized)) };
-        let transition_id = seen.transition(surface, named)?.id.clone();
+        let transition_id = self.admitted_transition(&session, surface, &message).await?;
         let Some(coordinator) = &self.core.coordinator else {
             tracing::error!(
                 "{surface} refusal: invoke -: \"this core serves without --ailang-bin: there is no coordinator\""
@@ -70,6 +64,39 @@ impl InvocationService {
         };
         let invoked = coordinator.invoke(Arc::clone(&self.core.registry), call).await?;
         Ok(invoked_message(invoked, episode))
+    }
+}
+
+impl InvocationService {
+    /// The transition the call names, if the session's live grants see it at the registry head
+    /// current now: A2A names it by id, MCP by its tool name on the session's surface.
+    async fn admitted_transition(
+        &self,
+        session: &SessionBinding,
+        surface: Surface,
+        message: &pb::InvokeRequest,
+    ) -> Result<String, Failure> {
+        let span = tracing::info_span!("admit", world.episode = session.episode.as_str());
+        let current = self.core.registry.at(&self.core.store, session.registry_head).instrument(span).await;
+        let current = current.map_err(|error| {
+            tracing::error!(%error, "invoke: transition registry read failed");
+            Failure::of(FailureCode::Unavailable)
+        })?;
+        let Some((head, revision)) = current else { return Err(Failure::of(FailureCode::NotAuthorized)) };
+        let now = crate::session::now_unix();
+        let id = match surface {
+            Surface::A2a => message.transition_id.as_str(),
+            // Tool names are escaped over the whole visible surface at once, so the surface's
+            // (cached) name table answers.
+            Surface::Mcp => {
+                let seen = self.core.surfaces.get(head, &revision, &session.grants, now);
+                return seen.mcp_tool(&message.mcp_tool).map(str::to_owned);
+            }
+        };
+        match revision.entry(id) {
+            Some(descriptor) if descriptor.visible_to(&session.grants, now) => Ok(id.to_owned()),
+            _ => Err(Failure::of(FailureCode::NotAuthorized)),
+        }
     }
 }
 
