@@ -38,7 +38,7 @@ pub mod deadline {
     pub const HEALTH: Duration = Duration::from_secs(5);
     /// Store reads: the core's 10 s read bound.
     pub const READ: Duration = Duration::from_secs(12);
-    /// Admission: 10 s on the card (reference-edge §4) and on each invocation's re-admission.
+    /// Admission: 10 s on the card (reference-edge §4) and on a request's own session check.
     pub const ADMIT: Duration = Duration::from_secs(12);
     /// REST commit: the core's 3 s commit budget.
     pub const COMMIT: Duration = Duration::from_secs(6);
