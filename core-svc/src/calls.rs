@@ -7,7 +7,7 @@ use serde_json::Value;
 use world_model::HashRef;
 use world_model::effect::EffectRecord;
 
-use crate::store::{LogEntry, Receipt, Store, StoreError};
+use crate::store::{LogEntry, Reads, Receipt, StoreError};
 
 /// Entries read per store query while paging.
 const BATCH: u32 = 200;
@@ -101,10 +101,10 @@ fn effect_of(record: HashRef, payload: Option<&Vec<u8>>) -> CallEffect {
     }
 }
 
-/// Up to `limit` calls below `before` that `filter` admits, newest first, and the `before` of
-/// the next (older) page when more may remain.
+/// Up to `limit` calls below `before` that the reader reads and `filter` admits, newest first,
+/// and the `before` of the next (older) page when more may remain.
 pub async fn page(
-    store: &Store,
+    reads: &Reads<'_>,
     before: Option<i64>,
     limit: u32,
     filter: &Filter,
@@ -117,10 +117,10 @@ pub async fn page(
     let mut cursor = before;
     let mut scanned = 0;
     'scan: while matched.len() < limit && scanned < SCAN_LIMIT {
-        let entries = store.log_page_newest_first(cursor, BATCH).await?;
+        let entries = reads.log_page_newest_first(cursor, BATCH).await?;
         let last_batch = entries.len() < BATCH as usize;
         let refs: Vec<HashRef> = entries.iter().map(|e| e.transition_ref).collect();
-        let records = store.payloads(&refs).await?;
+        let records = reads.payloads(&refs).await?;
         for entry in entries {
             cursor = Some(entry.entry_index);
             scanned += 1;
@@ -138,15 +138,15 @@ pub async fn page(
     }
     // The log is gapless from 0, so entries remain below any cursor above 0.
     let next = cursor.filter(|index| *index > 0);
-    Ok((complete(store, matched).await?, next))
+    Ok((complete(reads, matched).await?, next))
 }
 
 /// Reads the effect records and commit times of the matched entries.
-async fn complete(store: &Store, matched: Vec<(LogEntry, Recorded)>) -> Result<Vec<Call>, StoreError> {
+async fn complete(reads: &Reads<'_>, matched: Vec<(LogEntry, Recorded)>) -> Result<Vec<Call>, StoreError> {
     let effect_refs: Vec<HashRef> = matched.iter().flat_map(|(_, r)| r.effects.iter().flatten().copied()).collect();
-    let effect_payloads = store.payloads(&effect_refs).await?;
+    let effect_payloads = reads.payloads(&effect_refs).await?;
     let ids: Vec<&str> = matched.iter().map(|(_, r)| r.invocation_id.as_str()).filter(|id| !id.is_empty()).collect();
-    let times = store.commit_times(&ids).await?;
+    let times = reads.store().commit_times(&ids).await?;
     let calls = matched
         .into_iter()
         .map(|(entry, recorded)| {
@@ -168,22 +168,23 @@ async fn complete(store: &Store, matched: Vec<(LogEntry, Recorded)>) -> Result<V
 }
 
 /// The call `text` names: an entry index, an object or world ref, an invocation id
-/// (`a2a:…`, `mcp:…`, `rest:…`) or a task id of the caller's `episode`.
-pub async fn find(store: &Store, episode: &str, text: &str) -> Result<Option<Call>, StoreError> {
+/// (`a2a:…`, `mcp:…`, `rest:…`) or a task id of the caller's `episode`, when the reader reads it.
+pub async fn find(reads: &Reads<'_>, episode: &str, text: &str) -> Result<Option<Call>, StoreError> {
     let text = text.trim();
-    let Some(index) = entry_index_of(store, episode, text).await? else {
+    let Some(index) = entry_index_of(reads, episode, text).await? else {
         return Ok(None);
     };
-    let (mut calls, _) = page(store, index.checked_add(1), 1, &Filter::default()).await?;
+    let (mut calls, _) = page(reads, index.checked_add(1), 1, &Filter::default()).await?;
     Ok(calls.pop().filter(|call| call.entry.entry_index == index))
 }
 
-async fn entry_index_of(store: &Store, episode: &str, text: &str) -> Result<Option<i64>, StoreError> {
+async fn entry_index_of(reads: &Reads<'_>, episode: &str, text: &str) -> Result<Option<i64>, StoreError> {
+    let store = reads.store();
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return Ok(text.parse().ok());
     }
     if let Ok(reference) = HashRef::parse(text) {
-        if let Some(entry) = store.entry_of_object(&reference).await? {
+        if let Some(entry) = reads.entry_of_object(&reference).await? {
             return Ok(Some(entry.entry_index));
         }
         return Ok(store.world(&reference).await?.map(|world| world.revision));

@@ -19,6 +19,7 @@ use tracing::Instrument as _;
 use world_model::HashRef;
 
 use crate::archive::Interpreter;
+use crate::scratch;
 use crate::subprocess::{self, Finished, RunError, Slots, Spawn};
 
 /// Per-stream capture cap of a capsule run.
@@ -142,7 +143,8 @@ const SOURCE_FILE: &str = "main.ail";
 
 impl Root {
     /// A root named `prefix…` in the temporary directory holding `source` at [`SOURCE_PATH`]
-    /// and, when given, `args` at [`ARGS_FILE`].
+    /// and, when given, `args` at [`ARGS_FILE`]. The name records this process as its maker
+    /// ([`scratch::root_prefix`]), so a root a killed core leaves is removed at the next start.
     pub fn stage(prefix: &str, source: &[u8], args: Option<&[u8]>) -> std::io::Result<Root> {
         Root::stage_in(&std::env::temp_dir(), prefix, source, args)
     }
@@ -150,7 +152,7 @@ impl Root {
     /// [`Root::stage`] in the directory `parent`.
     pub fn stage_in(parent: &Path, prefix: &str, source: &[u8], args: Option<&[u8]>) -> std::io::Result<Root> {
         // Until it is kept, the temporary directory removes itself the thorough way.
-        let dir = tempfile::Builder::new().prefix(prefix).tempdir_in(parent)?;
+        let dir = tempfile::Builder::new().prefix(&scratch::root_prefix(prefix)).tempdir_in(parent)?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let subdir = |parent: &OwnedFd, name: &str| -> std::io::Result<OwnedFd> {
             rustix::fs::mkdirat(parent, name, Mode::RWXU)?;
@@ -233,7 +235,7 @@ pub async fn run(
     interpreter.ensure_verified()?;
     let args = serde_json::to_vec(input).map_err(|e| CapsuleError::Root(e.to_string()))?;
     let root =
-        Root::stage_in(roots, "world-capsule-", source, Some(&args)).map_err(|e| CapsuleError::Root(e.to_string()))?;
+        Root::stage_in(roots, scratch::CAPSULE, source, Some(&args)).map_err(|e| CapsuleError::Root(e.to_string()))?;
     let spawn = environment(&root.path)
         .into_iter()
         .fold(Spawn::executing(&interpreter.file, &root.path).args(ARGV), |spawn, (key, value)| spawn.env(key, value));

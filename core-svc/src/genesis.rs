@@ -54,6 +54,7 @@ pub fn genesis_commit(now: i64) -> Commit {
     };
     Commit {
         invocation_id: None,
+        episode: None,
         observed_head: None,
         objects: vec![object],
         next_world,

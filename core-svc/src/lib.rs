@@ -15,8 +15,10 @@ pub mod grpc;
 pub mod invoke;
 pub mod limits;
 pub mod metrics;
+pub mod oauth;
 pub mod publish;
 pub mod registry;
+pub mod scratch;
 pub mod session;
 pub mod store;
 pub mod subprocess;
@@ -42,6 +44,8 @@ pub struct Core {
     pub coordinator: Option<std::sync::Arc<invoke::Coordinator>>,
     pub metrics: std::sync::Arc<metrics::Metrics>,
     pub surfaces: surface::Surfaces,
+    /// Declared by the store watch when the store's file is removed or replaced.
+    pub store_gone: store::StoreGone,
 }
 
 impl Core {
@@ -55,6 +59,7 @@ impl Core {
             coordinator: None,
             metrics: Default::default(),
             surfaces: Default::default(),
+            store_gone: Default::default(),
         }
     }
 
@@ -85,6 +90,7 @@ impl Core {
             coordinator: Some(std::sync::Arc::new(coordinator)),
             metrics,
             surfaces: Default::default(),
+            store_gone: Default::default(),
         }
     }
 

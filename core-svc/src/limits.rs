@@ -1,6 +1,18 @@
 //! Every deadline and cap of the core, in one value (the reference's defaults).
+//!
+//! An effectful call's phases share its invocation timeout `T`: the plan a tenth, the
+//! handler at most half and ending three tenths before the deadline, which leaves a fifth for
+//! the tail (the finish, a tenth, and the commit) and a tenth to spare. At the default 20 s
+//! that is the reference's 2 s plan, 10 s handler, 4 s tail and 2 s finish.
 
 use std::time::Duration;
+
+/// The shortest invocation timeout served: below it the plan's share (a tenth) would fall
+/// under the 200 ms an interpreter run can take on a busy host.
+pub const MIN_INVOCATION: Duration = Duration::from_secs(2);
+/// What an episode lease and an invocation claim add to the longest their call can run:
+/// the cores' clocks may differ, and expiries are whole seconds.
+pub const LEASE_SLACK: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -25,8 +37,6 @@ pub struct Limits {
     pub max_output: usize,
     /// Interpreter subprocesses that may run at once; beyond that calls are refused.
     pub max_subprocesses: usize,
-    /// A running claim older than this belongs to a dead owner.
-    pub stale_claim: Duration,
 }
 
 impl Default for Limits {
@@ -43,15 +53,89 @@ impl Default for Limits {
             max_input: 1024 * 1024,
             max_output: 1024 * 1024,
             max_subprocesses: 8,
-            stale_claim: Duration::from_secs(120),
         }
     }
 }
 
 impl Limits {
-    /// How long an episode lease holds without its owner: longer than any effectful call
-    /// can run, so only a dead owner's lease ever expires.
+    /// These limits with an invocation timeout of `timeout` and the effect phases scaled to
+    /// it, or why it cannot serve effectful calls.
+    pub fn with_invocation(self, timeout: Duration) -> Result<Self, String> {
+        if timeout < MIN_INVOCATION {
+            return Err(format!(
+                "an invocation timeout of {timeout:?} is too short: at least {MIN_INVOCATION:?}, because an effectful \
+                 call's plan gets a tenth of it and below that its interpreter run could not finish on a busy host"
+            ));
+        }
+        Ok(Self {
+            invocation: timeout,
+            plan_phase: timeout / 10,
+            finish_phase: timeout / 10,
+            handler: timeout / 2,
+            post_effect: timeout / 5,
+            ..self
+        })
+    }
+
+    /// What a handler leaves of the call: the tail (finish and commit) and a tenth to spare,
+    /// so the call still ends by its deadline.
+    pub fn after_handler(&self) -> Duration {
+        self.post_effect + self.invocation / 10
+    }
+
+    /// The bound of a tool the handler runs, inside the handler's own so a slow tool ends as
+    /// a clean timeout the output reports rather than an indeterminate effect.
+    pub fn tool(&self) -> Duration {
+        self.handler * 4 / 5
+    }
+
+    /// How long an episode lease, and an invocation claim, hold without their owner: longer
+    /// than any call can run (its deadline, then at most the detached tail), so only a dead
+    /// owner's ever expires. Whole seconds, rounded up.
     pub fn episode_lease(&self) -> Duration {
-        self.invocation + self.post_effect + Duration::from_secs(10)
+        let lease = self.invocation + self.post_effect + LEASE_SLACK;
+        Duration::from_secs(lease.as_secs() + u64::from(lease.subsec_nanos() > 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_timeout_keeps_the_reference_phases() {
+        let scaled = Limits::default().with_invocation(Duration::from_secs(20)).unwrap();
+        let reference = Limits::default();
+        assert_eq!(
+            (scaled.plan_phase, scaled.finish_phase, scaled.handler, scaled.post_effect),
+            (reference.plan_phase, reference.finish_phase, reference.handler, reference.post_effect)
+        );
+        assert_eq!(reference.after_handler(), Duration::from_secs(6));
+        assert_eq!(reference.tool(), Duration::from_secs(8));
+        assert_eq!(reference.episode_lease(), Duration::from_secs(34));
+    }
+
+    #[test]
+    fn every_accepted_timeout_leaves_each_phase_its_share() {
+        for seconds in [2, 3, 5, 6, 7, 60, 3600] {
+            let limits = Limits::default().with_invocation(Duration::from_secs(seconds)).unwrap();
+            let t = limits.invocation;
+            // A handler that starts right after the plan still has time, and the tail fits
+            // in what it leaves.
+            let handler_room = t - limits.plan_phase - limits.after_handler();
+            assert!(handler_room >= limits.handler.min(t / 2) && !handler_room.is_zero(), "{seconds}s");
+            assert!(limits.finish_phase < limits.post_effect && limits.post_effect < limits.after_handler());
+            assert!(limits.tool() < limits.handler && !limits.tool().is_zero(), "{seconds}s");
+            assert!(limits.episode_lease() > t + limits.post_effect, "{seconds}s");
+        }
+        assert_eq!(Limits::default().with_invocation(Duration::from_secs(2)).unwrap().episode_lease().as_secs(), 13);
+    }
+
+    #[test]
+    fn timeouts_too_short_for_an_effect_are_refused_with_the_reason() {
+        for seconds in [0, 1] {
+            let refused = Limits::default().with_invocation(Duration::from_secs(seconds)).unwrap_err();
+            assert!(refused.contains("too short: at least 2s"), "{refused}");
+        }
     }
 }

@@ -94,7 +94,8 @@ impl Metrics {
         out.push_str("# TYPE world_core_subprocesses_in_use gauge\n");
         let _ = writeln!(out, "world_core_subprocesses_in_use {slots_in_use}");
         out.push_str(
-            "# HELP world_core_pending_intents_at_start Journal intents without an outcome when the core started.\n",
+            "# HELP world_core_pending_intents_at_start Journal intents without an outcome that dead cores left, when \
+             the core started.\n",
         );
         out.push_str("# TYPE world_core_pending_intents_at_start gauge\n");
         for (kind, n) in self.pending_at_start.lock().unwrap_or_else(|p| p.into_inner()).iter() {

@@ -5,7 +5,7 @@ use world_model::{
     Credential, Episode, Grant, HashRef, SessionDenial, mint_token_hex, parse_authorization, resolve_expiry,
 };
 
-use crate::store::{SessionRow, Store, StoreError};
+use crate::store::{Reader, SessionRow, Store, StoreError};
 
 /// A live session, as resolved for one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,6 +16,18 @@ pub struct SessionBinding {
     pub created_at: i64,
     /// The transition registry's head, read in the same statement as the session.
     pub registry_head: Option<HashRef>,
+}
+
+impl SessionBinding {
+    /// Whose calls this session reads: every episode's while it holds a live `Log.Read` at
+    /// `world` (checked on each request, never debited), else its own episode's.
+    pub fn reader(&self, now: i64) -> Reader {
+        if world_model::reads_every_episode(&self.grants, now) {
+            Reader::Everything
+        } else {
+            Reader::Episode(self.episode.as_str().to_owned())
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,23 +86,34 @@ pub async fn mint(
     if ttl_seconds < 0 {
         return Err(MintError::NegativeTtl);
     }
-    let expires_at = now.saturating_add(ttl_seconds);
+    let (minted, row) = new_session(episode, grants, now.saturating_add(ttl_seconds), now, random)?;
+    store.insert_session(&row).await?;
+    Ok(minted)
+}
+
+/// A new session credential and the row that stores it (not yet stored): its grants expire
+/// with it, at `expires_at`.
+pub fn new_session(
+    episode: &Episode,
+    grants: &[Grant],
+    expires_at: i64,
+    now: i64,
+    random: [u8; 32],
+) -> Result<(Minted, SessionRow), StoreError> {
     let grants: Vec<Grant> = grants.iter().map(|g| Grant { expires_at, ..g.clone() }).collect();
     let token = mint_token_hex(random);
     let credential =
         Credential::from_token(&token).map_err(|_| StoreError::Damaged("minted token is malformed".into()))?;
     let credential_id = credential.credential_id();
     let grants_json = serde_json::to_string(&grants).map_err(|e| StoreError::Damaged(e.to_string()))?;
-    store
-        .insert_session(&SessionRow {
-            credential_id: credential_id.clone(),
-            episode: episode.as_str().to_owned(),
-            grants_json,
-            expires_at,
-            created_at: now,
-        })
-        .await?;
-    Ok(Minted { token, credential_id, expires_at })
+    let row = SessionRow {
+        credential_id: credential_id.clone(),
+        episode: episode.as_str().to_owned(),
+        grants_json,
+        expires_at,
+        created_at: now,
+    };
+    Ok((Minted { token, credential_id, expires_at }, row))
 }
 
 /// 32 bytes from the operating system's CSPRNG.

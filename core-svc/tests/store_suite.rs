@@ -9,10 +9,10 @@ use std::time::Duration;
 use sqlx::Connection;
 use world_core::genesis::{self, entry_hash, world_ref};
 use world_core::store::{
-    Claim, Commit, LockError, LockMode, LogEntry, OpenMode, Receipt, ServingLock, SessionRow, Store, StoreError,
-    StoreLocation, StoredObject, WorldRow,
+    Claim, Commit, FENCE, Liveness, LockError, LockMode, LogEntry, OpenMode, Reader, Receipt, ServingLock, SessionRow,
+    Store, StoreError, StoreLocation, StoredObject, WorldRow,
 };
-use world_model::{AccessTriple, HashRef};
+use world_model::{AccessTriple, Episode, HashRef};
 
 const BUDGET: Duration = Duration::from_secs(10);
 
@@ -79,6 +79,7 @@ fn next_commit(head: Option<&WorldRow>, payload: &str, invocation_id: Option<&st
     };
     Commit {
         invocation_id: invocation_id.map(str::to_owned),
+        episode: None,
         observed_head: head.map(|w| w.reference),
         objects: vec![object],
         next_world,
@@ -127,11 +128,14 @@ suite!(
     the_serving_lock_excludes_the_exclusive_writer,
     concurrent_commits_on_one_head_have_one_winner,
     invocation_claims_guard_an_id_and_name_its_call,
+    episode_leases_pass_on_when_given_back_or_expired,
     a_planned_commit_extends_the_current_head_and_reports_a_committed_id,
     concurrent_commits_share_transactions_and_each_is_checked_alone,
     a_commit_of_many_objects_is_written_whole,
     concurrent_effect_intents_get_gapless_ordinals_and_sum_their_spend,
     a_version_3_store_gets_its_spend_from_its_intents,
+    a_reader_reads_its_episode_and_what_belongs_to_none,
+    a_version_4_store_learns_whose_entries_and_objects_it_holds,
 );
 
 async fn a_fresh_store_is_created_and_reopens(location: StoreLocation) {
@@ -189,15 +193,16 @@ async fn a_version_1_store_is_migrated_in_place(location: StoreLocation) {
     store.close().await;
     let mut conn = raw_connection(&location).await;
     let current = index_names(&mut conn, &location).await;
-    // Put the store back as version 1 left it: its three indexes no query reads, and none
-    // of version 3's and 4's effect tables.
-    sqlx::raw_sql(
-        "DROP TABLE effect_spend; DROP TABLE effect_intents; DROP TABLE episode_leases; \
+    // Put the store back as version 1 left it: its three indexes no query reads, none of
+    // version 3's and 4's effect tables, and none of version 5's liveness.
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "{UNDO_VERSION_7} {UNDO_VERSION_6} DROP TABLE effect_spend; DROP TABLE effect_intents; DROP TABLE episode_leases; \
+         DROP TABLE cores; ALTER TABLE invocation_claims DROP COLUMN expires_at; \
          CREATE INDEX worlds_by_state_root ON worlds (state_root, world_ref); \
          CREATE INDEX log_entries_by_transition_ref ON log_entries (transition_ref, entry_index); \
          CREATE INDEX log_entries_by_transition_fn ON log_entries (transition_fn, entry_index); \
          UPDATE world_schema SET version = 1",
-    )
+    )))
     .execute(&mut conn)
     .await
     .expect("make a version 1 store");
@@ -396,7 +401,7 @@ async fn sessions_store_only_credential_ids(location: StoreLocation) {
     assert!(store.delete_session(&row.credential_id).await.unwrap());
     assert!(!store.delete_session(&row.credential_id).await.unwrap());
     assert_eq!(store.session(&row.credential_id).await.unwrap(), None);
-    assert_eq!(store.delete_episode_sessions("ep2").await.unwrap(), vec!["b".repeat(64)]);
+    assert_eq!(store.revoke_episode("ep2", 1).await.unwrap(), vec!["b".repeat(64)]);
     assert!(store.list_sessions(None).await.unwrap().is_empty());
 }
 
@@ -509,20 +514,134 @@ async fn race_child() {
 async fn invocation_claims_guard_an_id_and_name_its_call(location: StoreLocation) {
     let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
     let id = "a2a:ep1:t1";
-    assert_eq!(store.claim_invocation(id, "call-a", "core-1", 100, 0).await.unwrap(), Claim::Acquired);
-    assert_eq!(store.claim_invocation(id, "call-a", "core-2", 101, 0).await.unwrap(), Claim::InFlight);
-    assert_eq!(store.claim_invocation(id, "call-b", "core-2", 101, 0).await.unwrap(), Claim::DifferentCall);
-    // A running claim older than the stale bound belongs to a dead owner.
-    assert_eq!(store.claim_invocation(id, "call-a", "core-2", 500, 200).await.unwrap(), Claim::Acquired);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-1/a", 100, 134).await.unwrap(), Claim::Acquired);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-2/b", 101, 135).await.unwrap(), Claim::InFlight);
+    assert_eq!(store.claim_invocation(id, "call-b", "core-2/b", 101, 135).await.unwrap(), Claim::DifferentCall);
+    // A running claim holds until the expiry its owner gave it, and not a second longer.
+    assert_eq!(store.claim_invocation(id, "call-a", "core-2/b", 133, 167).await.unwrap(), Claim::InFlight);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-2/b", 134, 168).await.unwrap(), Claim::Acquired);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-1/a", 135, 169).await.unwrap(), Claim::InFlight);
     // A failed call frees the id; a new attempt may take it.
     store.release_invocation(id, false).await.unwrap();
-    assert_eq!(store.claim_invocation(id, "call-b", "core-3", 600, 0).await.unwrap(), Claim::Acquired);
+    assert_eq!(store.claim_invocation(id, "call-b", "core-3/c", 600, 634).await.unwrap(), Claim::Acquired);
     store.release_invocation(id, true).await.unwrap();
-    assert_eq!(store.claim_invocation(id, "call-b", "core-3", 700, 650).await.unwrap(), Claim::Committed);
-    assert_eq!(store.claim_invocation(id, "call-a", "core-3", 700, 650).await.unwrap(), Claim::DifferentCall);
-    // Releasing a committed claim as failed keeps it committed.
+    assert_eq!(store.claim_invocation(id, "call-b", "core-3/c", 700, 734).await.unwrap(), Claim::Committed);
+    assert_eq!(store.claim_invocation(id, "call-a", "core-3/c", 700, 734).await.unwrap(), Claim::DifferentCall);
+    // Releasing a committed claim as failed keeps it committed, expired or not.
     store.release_invocation(id, false).await.unwrap();
-    assert_eq!(store.claim_invocation(id, "call-b", "core-3", 800, 0).await.unwrap(), Claim::Committed);
+    assert_eq!(store.claim_invocation(id, "call-b", "core-3/c", 9000, 9034).await.unwrap(), Claim::Committed);
+}
+
+async fn episode_leases_pass_on_when_given_back_or_expired(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    assert!(store.acquire_episode_lease("ep1", "turn-1", 100, 134, true).await.unwrap());
+    assert!(!store.acquire_episode_lease("ep1", "turn-2", 133, 167, true).await.unwrap());
+    assert!(store.acquire_episode_lease("ep2", "turn-2", 133, 167, true).await.unwrap(), "episodes apart");
+    assert!(store.acquire_episode_lease("ep1", "turn-2", 134, 168, true).await.unwrap(), "expired");
+    // Giving back a lease someone else took over changes nothing.
+    store.release_episode_lease("ep1", "turn-1").await.unwrap();
+    assert!(!store.acquire_episode_lease("ep1", "turn-3", 140, 174, true).await.unwrap());
+    store.release_episode_lease("ep1", "turn-2").await.unwrap();
+    assert!(store.acquire_episode_lease("ep1", "turn-3", 140, 174, true).await.unwrap());
+    store.close().await;
+}
+
+/// A PostgreSQL store opened as core `core`, with the session that keeps it alive.
+async fn serving_as(location: &StoreLocation, core: &str) -> (Store, Liveness) {
+    let store = Store::open(location, OpenMode::CreateIfMissing).await.unwrap();
+    let liveness = Liveness::start(&store, core).await.expect("register the core");
+    (store, liveness)
+}
+
+/// Moves the liveness times of `core` [`FENCE`] into the past, as if that long had passed.
+async fn age_core(location: &StoreLocation, core: &str) {
+    let mut conn = raw_connection(location).await;
+    let sql = format!(
+        "UPDATE cores SET started_at = started_at - {0}, gone_since = gone_since - {0} WHERE core = '{core}'",
+        FENCE.as_secs()
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await.expect("age the core's row");
+}
+
+/// Waits (bounded) until the store no longer sees `owner` alive: the server ends a closed
+/// session's locks on its own time.
+async fn until_dead(store: &Store, owner: &str) {
+    for _ in 0..100 {
+        if !store.owner_alive(owner).await.unwrap() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{owner} still looks alive");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_cores_claims_leases_and_intents_are_told_apart_from_a_live_ones_on_postgres() {
+    let (location, _guard) = fresh("postgres").await;
+    let (dead, dead_liveness) = serving_as(&location, "core-a").await;
+    let (live, _live_liveness) = serving_as(&location, "core-b").await;
+    let now = world_core::session::now_unix();
+    let later = now + 1000;
+    let id = "a2a:ep1:t1";
+    let dead_owner = dead.owner().to_owned();
+    assert_eq!(dead.claim_invocation(id, "call", &dead_owner, now, later).await.unwrap(), Claim::Acquired);
+    assert!(dead.acquire_episode_lease("ep1", "turn-a", now, later, true).await.unwrap());
+    append_intent(&dead, "ep1", id, 1).await;
+    assert_eq!(live.effect_intent_writer("effect:ep1:0").await.unwrap().as_deref(), Some(dead_owner.as_str()));
+
+    // While core-a lives, what it holds is its own.
+    assert!(live.owner_alive(&dead_owner).await.unwrap());
+    assert_eq!(live.claim_invocation(id, "call", live.owner(), now, later).await.unwrap(), Claim::InFlight);
+    assert!(!live.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
+
+    // Its session ends, as when its process dies.
+    drop(dead_liveness);
+    dead.close().await;
+    until_dead(&live, &dead_owner).await;
+    // Found without its lock, but not yet for FENCE: a core that lost its session while it
+    // runs has that long to stop.
+    assert_eq!(live.claim_invocation(id, "call", live.owner(), now, later).await.unwrap(), Claim::InFlight);
+    assert!(!live.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
+    // Not asking the holder leaves the lease to its expiry.
+    age_core(&location, "core-a").await;
+    assert!(!live.acquire_episode_lease("ep1", "turn-b", now, later, false).await.unwrap());
+    assert!(live.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
+    assert_eq!(live.claim_invocation(id, "call", live.owner(), now, later).await.unwrap(), Claim::Acquired);
+    assert!(live.owner_alive(live.owner()).await.unwrap());
+    assert!(!live.owner_alive("core-a/unknown").await.unwrap());
+    assert!(!live.owner_alive("").await.unwrap(), "intents from before cores registered count as dead");
+    live.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_core_restarted_under_its_identity_ends_its_dead_runs_claims_on_postgres() {
+    let (location, _guard) = fresh("postgres").await;
+    let (first, first_liveness) = serving_as(&location, "core-a").await;
+    let (other, _other_liveness) = serving_as(&location, "core-b").await;
+    let now = world_core::session::now_unix();
+    let later = now + 1000;
+    let id = "a2a:ep1:t1";
+    let first_owner = first.owner().to_owned();
+    assert_eq!(first.claim_invocation(id, "call", &first_owner, now, later).await.unwrap(), Claim::Acquired);
+    assert!(first.acquire_episode_lease("ep1", "turn-a", now, later, true).await.unwrap());
+    drop(first_liveness);
+    first.close().await;
+
+    // core-a serves again: its dead run is no one's while the new one lives.
+    let (second, _second_liveness) = serving_as(&location, "core-a").await;
+    assert_ne!(second.owner(), first_owner);
+    assert!(!other.owner_alive(&first_owner).await.unwrap());
+    assert!(other.owner_alive(second.owner()).await.unwrap());
+    // Within FENCE of the restart the dead run's claims still hold (its lock is held, by
+    // the new run); after it they end.
+    assert_eq!(other.claim_invocation(id, "call", other.owner(), now, later).await.unwrap(), Claim::InFlight);
+    age_core(&location, "core-a").await;
+    assert_eq!(second.claim_invocation(id, "call", second.owner(), now, later).await.unwrap(), Claim::Acquired);
+    assert!(other.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
+    // The new run's own claims are its own.
+    assert_eq!(other.claim_invocation(id, "call", other.owner(), now, later).await.unwrap(), Claim::InFlight);
+    second.close().await;
+    other.close().await;
 }
 
 async fn a_planned_commit_extends_the_current_head_and_reports_a_committed_id(location: StoreLocation) {
@@ -680,12 +799,15 @@ async fn a_version_3_store_gets_its_spend_from_its_intents(location: StoreLocati
         append_intent(&store, "ep1", call, cost).await;
     }
     append_intent(&store, "ep2", "c", 7).await;
+    assert_eq!(store.claim_invocation("a2a:ep1:t1", "call", "old-core", 100, 9999).await.unwrap(), Claim::Acquired);
     store.close().await;
     let mut conn = raw_connection(&location).await;
-    sqlx::raw_sql("DROP TABLE effect_spend; UPDATE world_schema SET version = 3")
-        .execute(&mut conn)
-        .await
-        .expect("make a version 3 store");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "{UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} DROP TABLE effect_spend; UPDATE world_schema SET version = 3"
+    )))
+    .execute(&mut conn)
+    .await
+    .expect("make a version 3 store");
 
     let store = Store::open(&location, OpenMode::MustExist).await.expect("open and migrate");
     let spend = |n: i64| vec![("Workspace.Read".to_owned(), "worktree".to_owned(), n)];
@@ -693,5 +815,152 @@ async fn a_version_3_store_gets_its_spend_from_its_intents(location: StoreLocati
     assert_eq!(store.effect_spend("ep2").await.unwrap(), spend(7));
     assert_eq!(append_intent(&store, "ep1", "d", 1).await, 2, "ordinals go on");
     assert_eq!(store.effect_spend("ep1").await.unwrap(), spend(6));
+    // A claim from before claims carried their expiry keeps the 120 s it was given.
+    assert_eq!(store.claim_invocation("a2a:ep1:t1", "call", "core/x", 219, 300).await.unwrap(), Claim::InFlight);
+    assert_eq!(store.claim_invocation("a2a:ep1:t1", "call", "core/x", 220, 300).await.unwrap(), Claim::Acquired);
+    assert_eq!(store.effect_intent_writer("effect:ep1:0").await.unwrap().as_deref(), Some(""));
+    store.close().await;
+}
+
+/// Take a store back from version N to what version N - 1 left.
+const UNDO_VERSION_5: &str = "DROP TABLE cores; ALTER TABLE invocation_claims DROP COLUMN expires_at; \
+     ALTER TABLE episode_leases DROP COLUMN core; ALTER TABLE effect_intents DROP COLUMN core;";
+const UNDO_VERSION_6: &str = "DROP TABLE oauth_refresh_tokens; DROP TABLE oauth_sessions; \
+     DROP TABLE oauth_approvals; DROP TABLE oauth_clients;";
+const UNDO_VERSION_7: &str =
+    "DROP TABLE object_episodes; DROP INDEX log_entries_by_episode; ALTER TABLE log_entries DROP COLUMN episode;";
+
+/// The commit of one call of `episode` on `head`: `objects` and an invocation record naming the
+/// episode (as the coordinator writes it), journaled under `a2a:<episode>:<task>`.
+fn call_commit(head: &WorldRow, episode: &str, task: &str, objects: Vec<StoredObject>) -> Commit {
+    let id = format!("a2a:{episode}:{task}");
+    let record = serde_json::json!({"invocationId": id, "episodeId": episode, "skillId": "echo"});
+    let record = StoredObject::new("world/invocation-record/v1", "coordinator:a2a", record.to_string().into_bytes());
+    let mut commit = next_commit(Some(head), task, Some(&id));
+    commit.entry.transition_ref = record.hash;
+    commit.entry.entry_hash = entry_hash(&commit.entry);
+    commit.next_world.log_head = commit.entry.entry_hash;
+    commit.next_world.reference =
+        world_ref(commit.entry.entry_index, &commit.next_world.state_root, &commit.entry.entry_hash);
+    commit.objects.extend(objects);
+    commit.objects.push(record);
+    commit.episode = Some(Episode::parse(episode).unwrap());
+    commit
+}
+
+fn object(text: &str) -> StoredObject {
+    StoredObject::new("test/object/v1", "store-suite", text.as_bytes().to_vec())
+}
+
+/// Whether `reader` reads each of `objects`, in order.
+async fn readable(store: &Store, reader: &Reader, objects: &[&StoredObject]) -> Vec<bool> {
+    let mut read = Vec::new();
+    for object in objects {
+        read.push(store.reads(reader).object(&object.hash, true).await.unwrap().is_some());
+    }
+    read
+}
+
+fn indexes(entries: &[LogEntry]) -> Vec<i64> {
+    entries.iter().map(|e| e.entry_index).collect()
+}
+
+async fn a_reader_reads_its_episode_and_what_belongs_to_none(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let genesis = genesis::commit_genesis(&store, 1).await.unwrap();
+    let source = object("a transition source");
+    store.put_object(&source).await.unwrap();
+    let (shared, own1, own2) = (object("the same input"), object("ep1's output"), object("ep2's output"));
+    let first = call_commit(&genesis, "ep1", "t1", vec![shared.clone(), own1.clone()]);
+    store.commit(first.clone(), BUDGET).await.unwrap();
+    let second = call_commit(&first.next_world, "ep2", "t2", vec![shared.clone(), own2.clone()]);
+    store.commit(second.clone(), BUDGET).await.unwrap();
+    // ep1's effect objects outside any commit: an intent's request, an outcome's record, a denial.
+    append_intent(&store, "ep1", "a2a:ep1:t3", 1).await;
+    let request = StoredObject::new("world/effect-request/v1", "test", b"ep1/a2a:ep1:t3".to_vec());
+    let record = StoredObject::new("world/effect-record/v1", "test", b"ep1's record".to_vec());
+    let outcome = StoredObject::new("world/effect-outcome/v1", "test", b"ep1's outcome".to_vec());
+    store.append_effect_outcome("effect:ep1:0", &[&record], &outcome).await.unwrap();
+    let denial = StoredObject::new("world/effect-record/v1", "test", b"ep1's denial".to_vec());
+    store.put_objects("ep1", &[&denial]).await.unwrap();
+
+    let (ep1, ep2) = (Reader::Episode("ep1".into()), Reader::Episode("ep2".into()));
+    let all = [&source, &shared, &own1, &own2, &request, &record, &outcome, &denial];
+    assert_eq!(readable(&store, &ep1, &all).await, [true, true, true, false, true, true, true, true]);
+    assert_eq!(readable(&store, &ep2, &all).await, [true, true, false, true, false, false, false, false]);
+    assert_eq!(readable(&store, &Reader::Everything, &all).await, [true; 8]);
+    let nobody = Reader::Episode("ep3".into());
+    assert_eq!(readable(&store, &nobody, &all).await, [true, false, false, false, false, false, false, false]);
+    let genesis_object = store.log_entry(0).await.unwrap().unwrap().transition_ref;
+    assert!(store.reads(&nobody).object(&genesis_object, false).await.unwrap().is_some(), "genesis is everyone's");
+
+    // Entries: each episode's own and genesis, in every read of the log.
+    for (reader, own) in [(&ep1, 1), (&ep2, 2)] {
+        let reads = store.reads(reader);
+        assert_eq!(indexes(&reads.log_page(0, 0).await.unwrap()), [0, own]);
+        assert_eq!(indexes(&reads.log_page_newest_first(None, 10).await.unwrap()), [own, 0]);
+        assert_eq!(indexes(&reads.log_page_newest_first(Some(own), 10).await.unwrap()), [0]);
+        assert_eq!(reads.log_entry(own).await.unwrap().map(|e| e.entry_index), Some(own));
+        assert_eq!(reads.log_entry(3 - own).await.unwrap(), None, "the other episode's entry reads as absent");
+        // The same bytes lead each episode to its own entry.
+        assert_eq!(reads.entry_of_object(&shared.hash).await.unwrap().map(|e| e.entry_index), Some(own));
+        let payloads = reads.payloads(&[own1.hash, own2.hash, source.hash]).await.unwrap();
+        assert_eq!(payloads.len(), 2, "its own output and the source");
+    }
+    assert_eq!(store.reads(&ep2).entry_of_object(&own1.hash).await.unwrap(), None);
+    assert_eq!(indexes(&store.reads(&Reader::Everything).log_page_newest_first(None, 10).await.unwrap()), [2, 1, 0]);
+    assert_eq!(indexes(&store.reads(&nobody).log_page(0, 0).await.unwrap()), [0]);
+    let page = store.reads(&ep2).objects_by_semantic_id("test/object/v1", None, 0).await.unwrap();
+    let mut expected = vec![source.hash, shared.hash, own2.hash];
+    expected.sort();
+    assert_eq!(page.iter().map(|o| o.hash).collect::<Vec<_>>(), expected);
+    assert_eq!(store.objects_by_semantic_id("test/object/v1", None, 0).await.unwrap().len(), 4);
+    store.close().await;
+}
+
+async fn a_version_4_store_learns_whose_entries_and_objects_it_holds(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let genesis = genesis::commit_genesis(&store, 1).await.unwrap();
+    let source = object("a transition source");
+    store.put_object(&source).await.unwrap();
+    let (output1, output2) = (object("ep1's output"), object("ep2's output"));
+    let first = call_commit(&genesis, "ep1", "t1", vec![output1.clone()]);
+    store.commit(first.clone(), BUDGET).await.unwrap();
+    let second = call_commit(&first.next_world, "ep2", "t2", vec![output2.clone()]);
+    store.commit(second.clone(), BUDGET).await.unwrap();
+    // A REST commit of no episode, and an uncommitted effect of ep1 whose intent and outcome
+    // name its request, record and result.
+    let rest = next_commit(Some(&second.next_world), "a REST commit", Some("rest:r"));
+    store.commit(rest.clone(), BUDGET).await.unwrap();
+    let request = StoredObject::new("world/effect-request/v1", "test", b"a request".to_vec());
+    let result = StoredObject::new("world/effect-result/v1", "test", b"a result".to_vec());
+    let record = serde_json::json!({"requestRef": request.hash.to_string(), "resultRef": result.hash.to_string()});
+    let record = StoredObject::new("world/effect-record/v1", "test", record.to_string().into_bytes());
+    let requirement = AccessTriple { effect: "Workspace.Read".into(), scope: "worktree".into(), cost: 1 };
+    let intent = serde_json::json!({"requestRef": request.hash.to_string()}).to_string().into_bytes();
+    let intent = move |_| StoredObject::new("world/effect-intent/v1", "test", intent);
+    store.append_effect_intent("ep1", "a2a:ep1:t3", &requirement, &request, intent).await.unwrap();
+    let outcome = serde_json::json!({"recordRef": record.hash.to_string()}).to_string().into_bytes();
+    let outcome = StoredObject::new("world/effect-outcome/v1", "test", outcome);
+    store.append_effect_outcome("effect:ep1:0", &[&result, &record], &outcome).await.unwrap();
+    store.close().await;
+
+    let mut conn = raw_connection(&location).await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "{UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} UPDATE world_schema SET version = 4"
+    )))
+    .execute(&mut conn)
+    .await
+    .expect("make a version 4 store");
+    let store = Store::open(&location, OpenMode::MustExist).await.expect("open and migrate");
+    let (ep1, ep2) = (Reader::Episode("ep1".into()), Reader::Episode("ep2".into()));
+    assert_eq!(indexes(&store.reads(&ep1).log_page(0, 0).await.unwrap()), [0, 1, 3]);
+    assert_eq!(indexes(&store.reads(&ep2).log_page(0, 0).await.unwrap()), [0, 2, 3]);
+    let all = [&source, &output1, &output2, &request, &result, &record, &outcome, &rest.objects[0]];
+    assert_eq!(readable(&store, &ep1, &all).await, [true, true, false, true, true, true, true, true]);
+    assert_eq!(readable(&store, &ep2, &all).await, [true, false, true, false, false, false, false, true]);
+    let record1 = first.entry.transition_ref;
+    assert!(readable(&store, &ep1, &[&store.get_object(&record1, true).await.unwrap().unwrap()]).await[0]);
+    assert!(!readable(&store, &ep2, &[&store.get_object(&record1, true).await.unwrap().unwrap()]).await[0]);
     store.close().await;
 }

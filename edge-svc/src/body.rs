@@ -19,6 +19,8 @@ pub const MCP_LIMIT: usize = 4_194_304;
 pub enum BodyError {
     #[error("body exceeds {limit} bytes")]
     TooLarge { limit: usize },
+    #[error("the request body did not arrive within {within:?}")]
+    TooSlow { within: Duration },
     #[error("{0}")]
     Read(String),
 }
@@ -41,7 +43,7 @@ pub async fn read_prefix(body: Body, limit: usize, within: Duration) -> Result<B
 }
 
 fn too_slow(within: Duration) -> BodyError {
-    BodyError::Read(format!("the request body did not arrive within {within:?}"))
+    BodyError::TooSlow { within }
 }
 
 async fn prefix(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {
@@ -93,7 +95,10 @@ mod tests {
         let stalled = || Body::from_stream(futures::stream::pending::<Result<Bytes, std::io::Error>>());
         let within = Duration::from_millis(50);
         let expected = "the request body did not arrive within 50ms";
-        assert!(matches!(run(read_capped(stalled(), 16, within)), Err(BodyError::Read(m)) if m == expected));
-        assert!(matches!(run(read_prefix(stalled(), 16, within)), Err(BodyError::Read(m)) if m == expected));
+        for refused in [run(read_capped(stalled(), 16, within)), run(read_prefix(stalled(), 16, within))] {
+            let error = refused.unwrap_err();
+            assert_eq!(error.to_string(), expected);
+            assert!(matches!(error, BodyError::TooSlow { within: w } if w == within));
+        }
     }
 }

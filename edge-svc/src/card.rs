@@ -15,6 +15,7 @@ use world_proto::v1 as pb;
 
 use crate::core::CoreClient;
 use crate::json;
+use crate::oauth::{self, CardScheme, PublicUrl};
 use crate::session;
 use crate::wire;
 
@@ -86,6 +87,8 @@ pub fn card(surface: Vec<pb::Descriptor>, host: &str) -> Card {
 
 /// The scheme name the card's security entries use.
 pub const BEARER_SCHEME: &str = "bearer";
+/// The OAuth sign-in scheme's name.
+pub const OAUTH_SCHEME: &str = "oauth";
 
 /// A2A 1.0's `AgentCard` with A2A 0.3's connection and security fields beside it, as a2a-sdk's
 /// own servers write a card that speaks both; keys in bytewise order, as every body here.
@@ -104,13 +107,13 @@ pub struct A2aCard {
     /// 0.3: the version spoken at `url`.
     #[serde(rename = "protocolVersion")]
     pub protocol_version: &'static str,
-    /// 0.3's security requirement list.
-    pub security: [BTreeMap<&'static str, [&'static str; 0]>; 1],
-    /// 1.0's security requirement list.
+    /// 0.3's security requirement list: either scheme.
+    pub security: [BTreeMap<&'static str, [&'static str; 0]>; 2],
+    /// 1.0's security requirement list: either scheme.
     #[serde(rename = "securityRequirements")]
-    pub security_requirements: [SecurityRequirement; 1],
+    pub security_requirements: [SecurityRequirement; 2],
     #[serde(rename = "securitySchemes")]
-    pub security_schemes: BTreeMap<&'static str, BearerScheme>,
+    pub security_schemes: BTreeMap<&'static str, SecurityScheme>,
     pub skills: Vec<A2aSkill>,
     #[serde(rename = "supportedInterfaces")]
     pub supported_interfaces: [Interface; 1],
@@ -134,6 +137,15 @@ pub struct SecurityRequirement {
 /// 1.0's `StringList` with no scopes, which its JSON form writes as `{}`.
 #[derive(Serialize)]
 pub struct EmptyScopes {}
+
+/// A card's security scheme: a session credential pasted as a bearer, or OAuth sign-in, which
+/// mints one.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum SecurityScheme {
+    Bearer(BearerScheme),
+    OAuth(Box<CardScheme>),
+}
 
 /// An HTTP bearer scheme in both spellings: 1.0's `httpAuthSecurityScheme` member and 0.3's
 /// `type: "http"` with `scheme` beside it. A 1.0 reader ignores the 0.3 members and a 0.3 reader
@@ -173,8 +185,9 @@ pub struct Interface {
 
 const BEARER_DESCRIPTION: &str = "a World session credential: Authorization: Bearer <64-hex-credential>";
 
-/// The A2A card for a surface; JSON-RPC is served at `http://<host>/a2a/`.
-pub fn a2a_card(surface: Vec<pb::Descriptor>, host: &str) -> A2aCard {
+/// The A2A card for a surface; JSON-RPC is served at `http://<host>/a2a/`, sign-in under the
+/// public URL.
+pub fn a2a_card(surface: Vec<pb::Descriptor>, host: &str, public: &PublicUrl) -> A2aCard {
     let url = format!("http://{host}/a2a/");
     A2aCard {
         capabilities: A2aCapabilities { push_notifications: false, streaming: false },
@@ -184,17 +197,23 @@ pub fn a2a_card(surface: Vec<pb::Descriptor>, host: &str) -> A2aCard {
         name: CARD_NAME,
         preferred_transport: "JSONRPC",
         protocol_version: "0.3.0",
-        security: [BTreeMap::from([(BEARER_SCHEME, [])])],
-        security_requirements: [SecurityRequirement { schemes: BTreeMap::from([(BEARER_SCHEME, EmptyScopes {})]) }],
-        security_schemes: BTreeMap::from([(
-            BEARER_SCHEME,
-            BearerScheme {
-                description: BEARER_DESCRIPTION,
-                http_auth_security_scheme: HttpAuthScheme { description: BEARER_DESCRIPTION, scheme: "Bearer" },
-                scheme: "Bearer",
-                kind: "http",
-            },
-        )]),
+        security: [BTreeMap::from([(BEARER_SCHEME, [])]), BTreeMap::from([(OAUTH_SCHEME, [])])],
+        security_requirements: [
+            SecurityRequirement { schemes: BTreeMap::from([(BEARER_SCHEME, EmptyScopes {})]) },
+            SecurityRequirement { schemes: BTreeMap::from([(OAUTH_SCHEME, EmptyScopes {})]) },
+        ],
+        security_schemes: BTreeMap::from([
+            (
+                BEARER_SCHEME,
+                SecurityScheme::Bearer(BearerScheme {
+                    description: BEARER_DESCRIPTION,
+                    http_auth_security_scheme: HttpAuthScheme { description: BEARER_DESCRIPTION, scheme: "Bearer" },
+                    scheme: "Bearer",
+                    kind: "http",
+                }),
+            ),
+            (OAUTH_SCHEME, SecurityScheme::OAuth(Box::new(oauth::card_scheme(public)))),
+        ]),
         skills: surface
             .into_iter()
             .map(|descriptor| A2aSkill {
@@ -219,8 +238,8 @@ pub async fn handle(core: &CoreClient, headers: &HeaderMap) -> Response {
     serve(core, headers, |surface, host| json::encode(&card(surface, host))).await
 }
 
-pub async fn handle_a2a(core: &CoreClient, headers: &HeaderMap) -> Response {
-    serve(core, headers, |surface, host| json::encode(&a2a_card(surface, host))).await
+pub async fn handle_a2a(core: &CoreClient, headers: &HeaderMap, public: &PublicUrl) -> Response {
+    serve(core, headers, |surface, host| json::encode(&a2a_card(surface, host, public))).await
 }
 
 async fn serve(
@@ -296,7 +315,14 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let body = String::from_utf8(json::encode(&a2a_card(surface, "127.0.0.1:7644"))).unwrap();
+        let public = PublicUrl::parse("https://w.example").unwrap();
+        let body = String::from_utf8(json::encode(&a2a_card(surface, "127.0.0.1:7644", &public))).unwrap();
+        let flows = concat!(
+            r#""flows":{"authorizationCode":{"authorizationUrl":"https://w.example/authorize","pkceRequired":true,"#,
+            r#""refreshUrl":"https://w.example/token","scopes":{},"tokenUrl":"https://w.example/token"}},"#,
+            r#""oauth2MetadataUrl":"https://w.example/.well-known/oauth-authorization-server""#,
+        );
+        let oauth_description = r#""description":"sign in with OAuth 2.1 (authorization code with PKCE S256); the operator approves each sign-in at a terminal","#;
         let bearer =
             r#"{"description":"a World session credential: Authorization: Bearer \u003c64-hex-credential\u003e","#;
         assert_eq!(
@@ -306,12 +332,20 @@ mod tests {
                 r#""defaultInputModes":["application/json"],"defaultOutputModes":["application/json"],"#,
                 &format!(r#""description":{},"name":"ailang-worldd","#, serde_json::to_string(CARD_DESCRIPTION).unwrap()),
                 r#""preferredTransport":"JSONRPC","protocolVersion":"0.3.0","#,
-                r#""security":[{"bearer":[]}],"securityRequirements":[{"schemes":{"bearer":{}}}],"#,
+                r#""security":[{"bearer":[]},{"oauth":[]}],"#,
+                r#""securityRequirements":[{"schemes":{"bearer":{}}},{"schemes":{"oauth":{}}}],"#,
                 r#""securitySchemes":{"bearer":"#,
                 bearer,
                 r#""httpAuthSecurityScheme":"#,
                 bearer,
-                r#""scheme":"Bearer"},"scheme":"Bearer","type":"http"}},"#,
+                r#""scheme":"Bearer"},"scheme":"Bearer","type":"http"},"#,
+                r#""oauth":{"#,
+                oauth_description,
+                flows,
+                r#","oauth2SecurityScheme":{"#,
+                oauth_description,
+                flows,
+                r#"},"type":"oauth2"}},"#,
                 r#""skills":[{"description":"Echoes","id":"tools.echo","name":"Echo","tags":["transition","pure"]},"#,
                 r#"{"description":"Reads","id":"ailang-read","name":"Read","tags":["transition","effectful"]}],"#,
                 r#""supportedInterfaces":[{"protocolBinding":"JSONRPC","protocolVersion":"1.0","url":"http://127.0.0.1:7644/a2a/"}],"#,

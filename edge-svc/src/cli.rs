@@ -30,6 +30,11 @@ pub struct EdgeArgs {
     /// allows any).
     #[arg(long, env = "WORLD_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Vec<String>,
+    /// The address MCP clients reach this edge at (an origin such as https://world.example.com,
+    /// the proxy's when there is one): OAuth sign-in's issuer and endpoints are named under it.
+    /// Default: the edge's own listen address.
+    #[arg(long, env = "WORLD_PUBLIC_URL")]
+    pub public_url: Option<String>,
     /// Log line format on stderr.
     #[arg(long, env = "WORLD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
@@ -47,10 +52,17 @@ pub struct EdgeArgs {
     #[arg(long, env = "WORLD_CALLBACK_SLOT_WAIT", value_parser = parse_duration, default_value = "20s")]
     pub callback_slot_wait: Duration,
     /// How long a client may take to send a request's headers before the connection is
-    /// closed (slow clients cannot hold connections open).
+    /// closed, whatever the protocol: from the moment it opens until its first request's
+    /// headers (HTTP/1.1 and HTTP/2 alike), and from one HTTP/1.1 request to the next (slow
+    /// or silent clients cannot hold connections open).
     #[arg(long, env = "WORLD_HEADER_READ_TIMEOUT", value_parser = parse_duration, default_value = "5s")]
     pub header_read_timeout: Duration,
-    /// How long a client may take to send a request's body once its headers arrived.
+    /// How long an HTTP/2 connection may stay open with no request in flight before it is
+    /// closed (an idle HTTP/1.1 connection ends at the header timeout).
+    #[arg(long, env = "WORLD_IDLE_TIMEOUT", value_parser = parse_duration, default_value = "120s")]
+    pub idle_timeout: Duration,
+    /// How long a client may take to send a request's body once its headers arrived (on
+    /// /mcp/ the POST's aggregate deadline ends it sooner).
     #[arg(long, env = "WORLD_BODY_READ_TIMEOUT", value_parser = parse_duration, default_value = "30s")]
     pub body_read_timeout: Duration,
 }
@@ -63,6 +75,7 @@ impl EdgeArgs {
             callback_timeout: self.callback_timeout,
             callback_slot_wait: self.callback_slot_wait,
             header_read_timeout: self.header_read_timeout,
+            idle_timeout: self.idle_timeout,
             body_read_timeout: self.body_read_timeout,
         }
     }

@@ -179,7 +179,7 @@ impl CoreClient {
     }
 
     /// One unary call under `timeout`, with the credential attached.
-    async fn unary<Q, R, F, Fut>(
+    pub(crate) async fn unary<Q, R, F, Fut>(
         &self,
         what: &'static str,
         credential: Option<&Forwarded>,
@@ -197,7 +197,7 @@ impl CoreClient {
             // The precheck admitted only visible ASCII, so this cannot fail in practice; if it
             // did, the core would see no credential and answer it as absent.
             MetadataValue::try_from(credential.as_str())
-                .inspect_err(|_| tracing::warn!(what, "authorization value is not valid metadata"))
+                .inspect_err(|_| tracing::info!(what, "authorization value is not valid metadata"))
                 .ok()
         });
         self.calls.count(what);

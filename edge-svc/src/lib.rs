@@ -12,6 +12,7 @@ pub mod body;
 pub mod callback;
 pub mod card;
 pub mod cli;
+mod connection;
 pub mod core;
 #[cfg(test)]
 mod fuzzing;
@@ -19,6 +20,7 @@ pub mod json;
 pub mod limits;
 pub mod mcp;
 pub mod metrics;
+pub mod oauth;
 pub mod query;
 pub mod rest;
 pub mod router;

@@ -16,9 +16,13 @@ pub struct Limits {
     /// exceeded. The reference waits as long as the callback may run, so under the default
     /// the request deadline normally ends the wait first (`host callback timed out`).
     pub callback_slot_wait: Duration,
-    /// How long a client may take to send a request's headers; then the connection closes.
+    /// How long a client may take to send a request's headers, counted from the moment the
+    /// connection opens for its first request (whatever the protocol); then it closes.
     pub header_read_timeout: Duration,
-    /// How long a client may take to send a request's body once its headers arrived.
+    /// How long a connection may stay open with no request in flight after its first.
+    pub idle_timeout: Duration,
+    /// How long a client may take to send a request's body once its headers arrived; on
+    /// `/mcp/` the POST's aggregate deadline ends it sooner.
     pub body_read_timeout: Duration,
 }
 
@@ -30,6 +34,7 @@ impl Default for Limits {
             callback_timeout: Duration::from_secs(20),
             callback_slot_wait: Duration::from_secs(20),
             header_read_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(120),
             body_read_timeout: Duration::from_secs(30),
         }
     }

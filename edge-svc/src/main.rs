@@ -9,7 +9,19 @@ use world_edge::{EdgeArgs, LogFormat};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn main() -> anyhow::Result<()> {
+/// A failure ends the edge with one line on stderr (no backtrace, whatever RUST_BACKTRACE
+/// says) and exit code 2.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("world-edge: {error:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     let args = EdgeArgs::parse();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use world_model::{Failure, FailureCode, McpNameError, escape_surface, go_quote};
 use world_proto::v1 as pb;
 
-use crate::body::{MCP_LIMIT, read_capped};
+use crate::body::{BodyError, MCP_LIMIT, read_capped};
 use crate::callback::{CallbackError, Callbacks};
 use crate::card::{CARD_NAME, CARD_VERSION};
 use crate::core::CoreClient;
@@ -138,8 +138,11 @@ async fn answer(state: &AppState, headers: &HeaderMap, body: Body, session: &Pos
     if !state.origins.admits(headers) {
         return wire::mcp_transport_error(StatusCode::FORBIDDEN, null, INVALID_REQUEST, ORIGIN_REFUSED);
     }
-    let Ok(bytes) = read_capped(body, MCP_LIMIT, state.limits.body_read_timeout).await else {
-        return wire::mcp_host_envelope(INVALID_BODY, null);
+    let bytes = match read_body(state, body, session.deadline).await {
+        Ok(bytes) => bytes,
+        // The seed's deadline answer: the body's time is the POST's.
+        Err(BodyError::TooSlow { .. }) => return wire::mcp_callback_failure(&CallbackError::TimedOut, null),
+        Err(_) => return wire::mcp_host_envelope(INVALID_BODY, null),
     };
     let post_id = top_level_id(&bytes);
     let bad_request =
@@ -163,6 +166,13 @@ async fn answer(state: &AppState, headers: &HeaderMap, body: Body, session: &Pos
     let post = Post { version, session };
     let body = bytes.trim_ascii();
     if body.first() == Some(&b'[') { post.batch(version, body).await } else { post.single(body).await }
+}
+
+/// The body under the 4 MiB cap, within the POST's aggregate deadline (the seed's 20 s) or the
+/// body read timeout, whichever ends first.
+async fn read_body(state: &AppState, body: Body, deadline: Instant) -> Result<axum::body::Bytes, BodyError> {
+    let within = deadline.saturating_duration_since(Instant::now()).min(state.limits.body_read_timeout);
+    read_capped(body, MCP_LIMIT, within).await
 }
 
 /// The top-level `id` of a body that is one JSON object, for answering the POST as a whole;
@@ -461,6 +471,10 @@ struct CallResult<'a> {
     content: [TextContent<'a>; 1],
     #[serde(rename = "structuredContent")]
     structured_content: &'a RawValue,
+    /// Set when the output says `"ok": false`, so a client that only reads `isError` sees
+    /// the refusal; absent otherwise (the seed's success bytes are unchanged).
+    #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
+    is_error: bool,
 }
 
 #[derive(Serialize)]
@@ -649,7 +663,20 @@ fn tool_result(id: &RawValue, output: &[u8]) -> Vec<u8> {
     };
     let text = String::from_utf8_lossy(output);
     let structured = compact_raw(value);
-    reply(id, &CallResult { content: [TextContent { kind: "text", text: &text }], structured_content: &structured })
+    let is_error = says_not_ok(value);
+    reply(
+        id,
+        &CallResult { content: [TextContent { kind: "text", text: &text }], structured_content: &structured, is_error },
+    )
+}
+
+/// Whether a tool output is an object whose top-level `ok` is `false`.
+fn says_not_ok(output: &RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Verdict {
+        ok: Option<serde_json::Value>,
+    }
+    serde_json::from_str::<Verdict>(output.get()).is_ok_and(|v| v.ok == Some(serde_json::Value::Bool(false)))
 }
 
 /// `params._meta.traceparent` (and `tracestate`), the MCP way to carry trace context.
@@ -853,6 +880,18 @@ mod tests {
             String::from_utf8(tool_result(&id, b"{")).unwrap(),
             r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"host callback returned invalid JSON"}}"#
         );
+    }
+
+    #[test]
+    fn an_output_that_says_ok_false_is_an_error_result_with_the_output_kept() {
+        let id = RawValue::from_string("2".into()).unwrap();
+        assert_eq!(
+            String::from_utf8(tool_result(&id, br#"{"ok":false,"refused":"no"}"#)).unwrap(),
+            r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"ok\":false,\"refused\":\"no\"}"}],"structuredContent":{"ok":false,"refused":"no"},"isError":true}}"#
+        );
+        for fine in [&br#"{"ok":true}"#[..], br#"{"ok":"false"}"#, br#"{"okay":false}"#, br#"{}"#] {
+            assert!(!String::from_utf8(tool_result(&id, fine)).unwrap().contains("isError"));
+        }
     }
 
     proptest! {

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Upper bounds in seconds; the edge's own work is sub-millisecond, so the spread covers the
@@ -41,6 +42,27 @@ impl CoreCalls {
 #[derive(Default)]
 pub struct Metrics {
     registry: Mutex<Registry>,
+    open_connections: AtomicUsize,
+    closed_for_header_timeout: AtomicU64,
+    closed_for_idle: AtomicU64,
+}
+
+/// Why the edge closed a connection itself.
+#[derive(Clone, Copy, Debug)]
+pub enum ConnectionClose {
+    /// No request headers within the header timeout.
+    HeaderTimeout,
+    /// No request in flight for the idle timeout.
+    Idle,
+}
+
+/// Counts one open connection until dropped.
+pub struct OpenConnection<'a>(&'a Metrics);
+
+impl Drop for OpenConnection<'_> {
+    fn drop(&mut self) {
+        self.0.open_connections.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Metrics {
@@ -63,6 +85,19 @@ impl Metrics {
         }
         histogram.sum += seconds;
         histogram.count += 1;
+    }
+
+    pub fn connection_opened(&self) -> OpenConnection<'_> {
+        self.open_connections.fetch_add(1, Ordering::Relaxed);
+        OpenConnection(self)
+    }
+
+    pub fn connection_closed(&self, why: ConnectionClose) {
+        let counter = match why {
+            ConnectionClose::HeaderTimeout => &self.closed_for_header_timeout,
+            ConnectionClose::Idle => &self.closed_for_idle,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// One `/a2a/` answer: every one is HTTP 200, so the route's status series cannot tell a
@@ -127,6 +162,16 @@ impl Metrics {
             let code = error.map_or_else(|| "ok".to_owned(), |code| code.to_string());
             let _ = writeln!(out, "world_edge_a2a_requests_total{{method=\"{method}\",code=\"{code}\"}} {count}");
         }
+        out.push_str("# HELP world_edge_open_connections Client connections open now.\n");
+        out.push_str("# TYPE world_edge_open_connections gauge\n");
+        let _ = writeln!(out, "world_edge_open_connections {}", self.open_connections.load(Ordering::Relaxed));
+        out.push_str("# HELP world_edge_connections_closed_total Connections the edge closed itself, by reason.\n");
+        out.push_str("# TYPE world_edge_connections_closed_total counter\n");
+        for (reason, counter) in [("header_timeout", &self.closed_for_header_timeout), ("idle", &self.closed_for_idle)]
+        {
+            let closed = counter.load(Ordering::Relaxed);
+            let _ = writeln!(out, "world_edge_connections_closed_total{{reason=\"{reason}\"}} {closed}");
+        }
         out
     }
 }
@@ -168,5 +213,20 @@ mod tests {
         assert!(text.contains("world_edge_a2a_requests_total{method=\"SendMessage\",code=\"ok\"} 2\n"), "{text}");
         assert!(text.contains("world_edge_a2a_requests_total{method=\"GetTask\",code=\"-32001\"} 1\n"), "{text}");
         assert!(text.contains("world_edge_a2a_requests_total{method=\"-\",code=\"-32601\"} 1\n"), "{text}");
+    }
+
+    #[test]
+    fn open_connections_are_a_gauge_and_closes_count_by_reason() {
+        let metrics = Metrics::new();
+        let first = metrics.connection_opened();
+        let second = metrics.connection_opened();
+        assert!(metrics.render().contains("world_edge_open_connections 2\n"));
+        drop(first);
+        metrics.connection_closed(ConnectionClose::HeaderTimeout);
+        drop(second);
+        let text = metrics.render();
+        assert!(text.contains("world_edge_open_connections 0\n"), "{text}");
+        assert!(text.contains("world_edge_connections_closed_total{reason=\"header_timeout\"} 1\n"), "{text}");
+        assert!(text.contains("world_edge_connections_closed_total{reason=\"idle\"} 0\n"), "{text}");
     }
 }

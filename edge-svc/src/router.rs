@@ -11,6 +11,7 @@
 
 use http::Method;
 
+use crate::oauth::Endpoint;
 use crate::query::unescape;
 
 /// What a request is for, once routed.
@@ -38,6 +39,8 @@ pub enum Route {
     A2a,
     Mcp,
     Metrics,
+    /// OAuth sign-in: discovery, registration, the approval page and the token endpoint.
+    OAuth(Endpoint),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +127,44 @@ const PATTERNS: &[Pattern] = &[
     Pattern { verb: Verb::Post, segments: &[L("a2a"), Rest], route: Route::A2a, text: "POST /a2a/" },
     Pattern { verb: Verb::Post, segments: &[L("mcp"), Rest], route: Route::Mcp, text: "POST /mcp/" },
     Pattern { verb: Verb::Get, segments: &[L("metrics")], route: Route::Metrics, text: "GET /metrics" },
+    // `L("")` is the trailing slash: exactly `/mcp/`, with `/mcp` redirected to it.
+    Pattern {
+        verb: Verb::Get,
+        segments: &[L(".well-known"), L("oauth-protected-resource"), L("mcp"), L("")],
+        route: Route::OAuth(Endpoint::McpResource),
+        text: "GET /.well-known/oauth-protected-resource/mcp/",
+    },
+    Pattern {
+        verb: Verb::Get,
+        segments: &[L(".well-known"), L("oauth-protected-resource")],
+        route: Route::OAuth(Endpoint::RootResource),
+        text: "GET /.well-known/oauth-protected-resource",
+    },
+    Pattern {
+        verb: Verb::Get,
+        segments: &[L(".well-known"), L("oauth-authorization-server")],
+        route: Route::OAuth(Endpoint::Server),
+        text: "GET /.well-known/oauth-authorization-server",
+    },
+    Pattern {
+        verb: Verb::Post,
+        segments: &[L("register")],
+        route: Route::OAuth(Endpoint::Register),
+        text: "POST /register",
+    },
+    Pattern {
+        verb: Verb::Get,
+        segments: &[L("authorize")],
+        route: Route::OAuth(Endpoint::Authorize),
+        text: "GET /authorize",
+    },
+    Pattern {
+        verb: Verb::Get,
+        segments: &[L("authorize"), L("wait")],
+        route: Route::OAuth(Endpoint::Wait),
+        text: "GET /authorize/wait",
+    },
+    Pattern { verb: Verb::Post, segments: &[L("token")], route: Route::OAuth(Endpoint::Token), text: "POST /token" },
 ];
 
 /// A routed request.
@@ -334,6 +375,14 @@ mod tests {
             (&Method::POST, "/mcp/", Some((Route::Mcp, ""))),
             (&Method::POST, "/mcp/anything/else", Some((Route::Mcp, "anything/else"))),
             (&get, "/metrics", Some((Route::Metrics, ""))),
+            (&get, "/.well-known/oauth-protected-resource/mcp/", Some((Route::OAuth(Endpoint::McpResource), ""))),
+            (&get, "/.well-known/oauth-protected-resource", Some((Route::OAuth(Endpoint::RootResource), ""))),
+            (&get, "/.well-known/oauth-authorization-server", Some((Route::OAuth(Endpoint::Server), ""))),
+            (&Method::POST, "/register", Some((Route::OAuth(Endpoint::Register), ""))),
+            (&get, "/authorize", Some((Route::OAuth(Endpoint::Authorize), ""))),
+            (&get, "/authorize/wait", Some((Route::OAuth(Endpoint::Wait), ""))),
+            (&Method::POST, "/token", Some((Route::OAuth(Endpoint::Token), ""))),
+            (&get, "/.well-known/oauth-protected-resource/mcp/x", None),
         ];
         for (method, path, want) in table {
             let got = route_of(&resolve(method, path, None));
@@ -380,6 +429,14 @@ mod tests {
             (Method::POST, "/mcp//", None, Redirect("/mcp/".into())),
             (Method::GET, "/v1/worlds/%zz", None, BadRequest),
             (Method::GET, "/v1/worlds/%", None, BadRequest),
+            (
+                Method::GET,
+                "/.well-known/oauth-protected-resource/mcp",
+                None,
+                Redirect("/.well-known/oauth-protected-resource/mcp/".into()),
+            ),
+            (Method::GET, "/token", None, MethodNotAllowed("POST".into())),
+            (Method::POST, "/authorize", None, MethodNotAllowed("GET, HEAD".into())),
         ];
         for (method, path, query, want) in table {
             assert_eq!(&resolve(method, path, *query), want, "{method} {path} {query:?}");

@@ -24,8 +24,9 @@ use crate::core::{CoreClient, CoreUrlError};
 use crate::limits::Limits;
 use crate::mcp::OriginPolicy;
 use crate::metrics::Metrics;
+use crate::oauth::{self, PublicUrl, PublicUrlError};
 use crate::router::{self, Resolution, Route};
-use crate::{a2a, card, mcp, rest, ui, wire};
+use crate::{a2a, card, connection, mcp, rest, ui, wire};
 
 /// How long open connections may finish after SIGINT/SIGTERM before the edge closes them.
 pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(10);
@@ -38,6 +39,8 @@ pub struct AppState {
     pub limits: Limits,
     /// The MCP host-callback slots, shared by every request this edge serves.
     pub callbacks: Callbacks,
+    /// The address clients see, which OAuth sign-in names.
+    pub public_url: Arc<PublicUrl>,
 }
 
 impl AppState {
@@ -52,7 +55,13 @@ impl AppState {
             metrics: Arc::new(Metrics::new()),
             callbacks: Callbacks::new(&limits),
             limits,
+            public_url: Arc::new(PublicUrl::from_listen(([127, 0, 0, 1], 7644).into())),
         }
+    }
+
+    /// The state with the address clients see set.
+    pub fn with_public_url(self, public_url: PublicUrl) -> AppState {
+        AppState { public_url: Arc::new(public_url), ..self }
     }
 }
 
@@ -62,6 +71,8 @@ pub enum ServeError {
     Core(#[from] CoreUrlError),
     #[error("cannot listen on {address}: {source}")]
     Bind { address: std::net::SocketAddr, source: std::io::Error },
+    #[error(transparent)]
+    PublicUrl(#[from] PublicUrlError),
 }
 
 /// The whole edge as an axum router.
@@ -151,32 +162,34 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
         Route::Calls => rest::calls(core, headers, query).await,
         Route::Ui => ui::asset(param),
         Route::AgentCard => card::handle(core, headers).await,
-        Route::A2aCard => card::handle_a2a(core, headers).await,
+        Route::A2aCard => card::handle_a2a(core, headers, &state.public_url).await,
         Route::A2a => a2a::handle(core, &state.limits, &state.metrics, headers, body).await,
-        Route::Mcp => mcp::handle(state, headers, body).await,
+        Route::Mcp => oauth::challenge(&state.public_url, mcp::handle(state, headers, body).await),
         Route::Metrics => wire::bytes(
             http::StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
             state.metrics.render_with(state.callbacks.in_use(), state.core.sent()).into_bytes(),
         ),
+        Route::OAuth(endpoint) => {
+            oauth::handle(core, &state.public_url, endpoint, query, headers, body, state.limits.body_read_timeout).await
+        }
     };
     (matched.pattern, response)
 }
 
-/// Accepts connections until SIGINT or SIGTERM, each served by hyper (HTTP/1.1, or HTTP/2
-/// with prior knowledge) with a bound on how long a client may take to send its headers, so
-/// clients that trickle bytes cannot hold connections open; then lets open connections finish
-/// for up to [`SHUTDOWN_DRAIN`].
-async fn serve_connections(listener: TcpListener, app: Router, limits: &Limits) {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+/// Accepts connections until SIGINT or SIGTERM, each served by [`connection::serve`] under the
+/// header and idle bounds of `limits`; then lets open connections finish for up to
+/// [`SHUTDOWN_DRAIN`].
+async fn serve_connections(listener: TcpListener, app: Router, limits: Limits, metrics: Arc<Metrics>) {
+    use hyper_util::rt::{TokioExecutor, TokioTimer};
     use hyper_util::server::conn::auto;
-    use hyper_util::server::graceful::GracefulShutdown;
-    use hyper_util::service::TowerToHyperService;
 
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
-    let connections = GracefulShutdown::new();
-    let mut stopping = std::pin::pin!(shutdown_signal());
+    let builder = Arc::new(builder);
+    // Every connection holds a receiver, so the sender learns when the last one has ended.
+    let stopping = tokio::sync::watch::Sender::new(false);
+    let mut signalled = std::pin::pin!(shutdown_signal());
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -188,22 +201,24 @@ async fn serve_connections(listener: TcpListener, app: Router, limits: &Limits) 
                     continue;
                 }
             },
-            () = &mut stopping => break,
+            () = &mut signalled => break,
         };
         // Without TCP_NODELAY small replies can wait out a delayed ACK (~40 ms).
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
-        let connection = connections.watch(connection);
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, "connection ended with an error");
-            }
-        });
+        let serving = connection::serve(
+            stream,
+            app.clone(),
+            Arc::clone(&builder),
+            limits,
+            Arc::clone(&metrics),
+            stopping.subscribe(),
+        );
+        tokio::spawn(serving);
     }
     drop(listener);
     tracing::info!("stopping: draining open connections");
-    if tokio::time::timeout(SHUTDOWN_DRAIN, connections.shutdown()).await.is_err() {
+    stopping.send_replace(true);
+    if tokio::time::timeout(SHUTDOWN_DRAIN, stopping.closed()).await.is_err() {
         tracing::warn!("drain deadline reached; closing remaining connections");
     }
 }
@@ -229,10 +244,13 @@ async fn shutdown_signal() {
 /// SIGTERM, then drains open connections for up to [`SHUTDOWN_DRAIN`].
 pub async fn serve(args: EdgeArgs) -> Result<(), ServeError> {
     let core = CoreClient::connect_lazy(&args.core)?;
+    let public_url =
+        args.public_url.as_deref().filter(|url| !url.trim().is_empty()).map(PublicUrl::parse).transpose()?;
     let state = AppState::with_limits(core, OriginPolicy::new(&args.allowed_origins), args.limits());
     let listener =
         TcpListener::bind(args.listen).await.map_err(|source| ServeError::Bind { address: args.listen, source })?;
     let address = listener.local_addr().map_err(|source| ServeError::Bind { address: args.listen, source })?;
+    let state = state.with_public_url(public_url.unwrap_or_else(|| PublicUrl::from_listen(address)));
     {
         use std::io::Write as _;
         let mut stdout = std::io::stdout().lock();
@@ -241,10 +259,10 @@ pub async fn serve(args: EdgeArgs) -> Result<(), ServeError> {
         let _ = writeln!(stdout, "world-edge listening on http://{address}");
         let _ = stdout.flush();
     }
-    tracing::info!(%address, cores = ?args.core, "world-edge serving");
+    tracing::info!(%address, cores = ?args.core, public_url = state.public_url.as_str(), "world-edge serving");
 
-    let limits = state.limits;
-    serve_connections(listener, app(state), &limits).await;
+    let (limits, metrics) = (state.limits, Arc::clone(&state.metrics));
+    serve_connections(listener, app(state), limits, metrics).await;
     tracing::info!("world-edge stopped");
     Ok(())
 }

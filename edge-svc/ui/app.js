@@ -26,10 +26,12 @@ class ApiError extends Error {
   }
 }
 
-// One `/v1` read with the session, relative to the page so a path prefix on a proxy works.
+// One `/v1` read with the session, relative to the page so a path prefix on a proxy works. No
+// credential sends no header, so the edge answers with the seed's absent-credential denial.
 async function api(path) {
+  const headers = state.credential ? { Authorization: "Bearer " + headerSafe(state.credential) } : {};
   const response = await fetch(new URL("../v1/" + path, window.location.href), {
-    headers: { Authorization: "Bearer " + state.credential },
+    headers,
     cache: "no-store",
     credentials: "omit",
   });
@@ -66,6 +68,21 @@ function surface(writtenBy) {
 
 // ----- session ------------------------------------------------------------------------------
 
+// A pasted credential without the whitespace and the one pair of quotes that copying from a
+// shell, a JSON file or a chat tends to bring along. Whatever else it holds goes to the edge,
+// which alone judges its shape.
+function pasted(text) {
+  let value = text.trim();
+  const quoted = /^(["'`])(.*)\1$/s.exec(value);
+  if (quoted) value = quoted[2].trim();
+  return value;
+}
+
+// A header carries visible ASCII and spaces only: fetch refuses anything else before sending.
+// Such a character cannot be part of a credential, so it is replaced by one that cannot either
+// and the edge answers the value as malformed.
+const headerSafe = (value) => value.replace(/[^\x20-\x7e]/g, "?");
+
 function showDenied(message) {
   $("denied").textContent = message;
   $("denied").hidden = false;
@@ -81,6 +98,8 @@ async function openSession() {
     showDenied(error.message);
     return;
   }
+  // Kept for the tab only once the edge has accepted it.
+  sessionStorage.setItem(KEY, state.credential);
   $("login").hidden = true;
   $("signed-in").hidden = false;
   $("who").textContent = "episode " + session.episode;
@@ -93,6 +112,10 @@ async function openSession() {
 function renderSession(session) {
   $("episode").textContent = session.episode;
   $("expires").textContent = utc(session.expiresAt);
+  // The core decides what the log shows; this says which rule it applied.
+  $("reads").textContent = session.readsEveryEpisode
+    ? "every episode's calls (Log.Read at world)"
+    : "episode " + session.episode + "'s calls and what belongs to no episode";
   const body = $("grants").tBodies[0];
   body.replaceChildren(
     ...session.grants.map((g) =>
@@ -259,7 +282,9 @@ function objectItem(role, result, extra) {
   return item;
 }
 
-function effectFacts(record) {
+// An effect record's facts, with the handler's reason and the file's sha256 when its result
+// carries them.
+function effectFacts(record, result) {
   if (!record) return null;
   const status = record.allowed ? (record.failed ? "failed" : "ok") : "denied";
   const facts = [
@@ -268,6 +293,10 @@ function effectFacts(record) {
     ["cost", String(record.cost)],
     ["budget", record.budgetBefore + " → " + record.budgetAfter],
   ];
+  const text = (value) => (typeof value === "string" && value !== "" ? value : null);
+  const reason = result && (text(result.reason) || text(result.refused) || text(result.error));
+  if (reason) facts.push(["reason", reason]);
+  if (result && text(result.sha256)) facts.push(["file sha256", result.sha256]);
   const dl = el("dl", { class: "facts effect" });
   for (const [name, value] of facts) dl.append(el("dt", { text: name }), el("dd", { text: value }));
   return dl;
@@ -312,11 +341,17 @@ async function showEntry(call) {
   for (const [i, ref] of effects.entries()) {
     const effect = await verified(ref);
     const json = effect.bytes ? decoded(effect.bytes).json : null;
-    const item = objectItem("effect " + i + " record", effect, effectFacts(json));
-    const nested = el("ol", { class: "nested" });
+    const linked = [];
     for (const [role, key] of [["request", "requestRef"], ["result", "resultRef"]]) {
-      if (json && json[key]) nested.append(objectItem(role, await verified(json[key])));
+      // A denial stores its record only: the request it names was never written.
+      if (role === "request" && json && json.allowed === false) continue;
+      if (json && json[key]) linked.push([role, await verified(json[key])]);
     }
+    const result = linked.find(([role]) => role === "result");
+    const resultJson = result && result[1].bytes ? decoded(result[1].bytes).json : null;
+    const item = objectItem("effect " + i + " record", effect, effectFacts(json, resultJson));
+    const nested = el("ol", { class: "nested" });
+    for (const [role, seen] of linked) nested.append(objectItem(role, seen));
     if (nested.childElementCount) item.append(nested);
     items.push(item);
   }
@@ -337,10 +372,7 @@ async function showEntry(call) {
 
 $("login").addEventListener("submit", (event) => {
   event.preventDefault();
-  const value = $("credential").value.trim();
-  if (!value) return;
-  state.credential = value;
-  sessionStorage.setItem(KEY, value);
+  state.credential = pasted($("credential").value);
   openSession();
 });
 

@@ -4,8 +4,13 @@ use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
-    let files =
-        ["world/v1/types.proto", "world/v1/admission.proto", "world/v1/invocation.proto", "world/v1/store.proto"];
+    let files = [
+        "world/v1/types.proto",
+        "world/v1/admission.proto",
+        "world/v1/invocation.proto",
+        "world/v1/store.proto",
+        "world/v1/oauth.proto",
+    ];
     for file in files {
         println!("cargo:rerun-if-changed={}", root.join(file).display());
     }

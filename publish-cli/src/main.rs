@@ -223,7 +223,10 @@ fn attended_gate(count: usize, manifest: &str, store: &str) -> Option<End> {
         Ok(Some(_)) => Some(End::Stop {
             fence: "confirmation",
             reason: "mismatch",
-            detail: "the typed line is not the required confirmation phrase".into(),
+            detail: format!(
+                "the typed line is not the required confirmation phrase; nothing was written. Run it again and type \
+                 exactly: {phrase}"
+            ),
         }),
         Ok(None) | Err(_) => Some(End::Stop {
             fence: "confirmation",

@@ -619,6 +619,7 @@ async fn seed_history(location: &world_core::store::StoreLocation, entries: usiz
                     };
                     Commit {
                         invocation_id: Some(format!("bench:seed:{n}")),
+                        episode: None,
                         observed_head: Some(world.reference),
                         objects: vec![input, output, record],
                         next_world,

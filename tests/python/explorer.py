@@ -1,9 +1,10 @@
 """Drives the world explorer (/ui/) in headless Chromium through Playwright, for
 tests/tests/explorer.rs: denials, the session and its budgets, three calls appearing without a
 reload, an effectful call's provenance verified in the browser, an altered object marked as not
-matching, the episode filter and the search box. Saves a screenshot of each view.
+matching, the episode filter and the search box, another episode's calls hidden from a session
+and shown to one holding Log.Read. Saves a screenshot of each view.
 
-Usage: explorer.py URL CREDENTIAL OTHER_CREDENTIAL STORE SHOTS_DIR CHROMIUM
+Usage: explorer.py URL CREDENTIAL OTHER_CREDENTIAL OPERATOR_CREDENTIAL STORE SHOTS_DIR CHROMIUM
 """
 
 import json
@@ -14,7 +15,7 @@ import urllib.request
 
 from playwright.sync_api import expect, sync_playwright
 
-URL, CREDENTIAL, OTHER, STORE, SHOTS, CHROMIUM = sys.argv[1:7]
+URL, CREDENTIAL, OTHER, OPERATOR, STORE, SHOTS, CHROMIUM = sys.argv[1:8]
 TIMEOUT_MS = 15_000
 
 
@@ -83,10 +84,23 @@ def main():
         assert "default-src 'none'" in policy and "script-src 'self'" in policy, policy
         assert response.headers["cache-control"] == "no-store"
 
-        # Denials show the seed's messages and keep nothing.
+        # Denials show the seed's messages and keep nothing: an empty paste is an absent
+        # credential; whitespace and one pair of quotes around a paste are trimmed; anything
+        # else that is no credential is answered as malformed.
+        absent = "a session credential is required: no Authorization Bearer header was present"
+        malformed = "malformed Authorization header: expected a Bearer <64-hex-credential>"
+        unknown = "unknown session credential: no session matches this token"
+        # (Neighbours differ, so each answer is a new one.)
         for credential, message in [
-            ("not-a-credential", "malformed Authorization header: expected a Bearer <64-hex-credential>"),
-            ("0" * 64, "unknown session credential: no session matches this token"),
+            ("", absent),
+            ("not-a-credential", malformed),
+            ("   ", absent),
+            ("0" * 32 + " " + "0" * 31, malformed),
+            ('""', absent),
+            ("'" + "0" * 63 + "€'", malformed),
+            ("0" * 64, unknown),
+            ("Bearer " + "0" * 64, malformed),
+            ('  "' + "0" * 64 + '"  ', unknown),
         ]:
             page.fill("#credential", credential)
             page.click("#login button[type=submit]")
@@ -94,8 +108,9 @@ def main():
             assert page.evaluate("sessionStorage.getItem('world.session')") is None
         shot(page, "1-denied")
 
-        # The session: episode, expiry, each grant's budget.
-        page.fill("#credential", CREDENTIAL)
+        # The session: episode, expiry, each grant's budget. A paste in quotes with spaces
+        # around is trimmed, and the credential alone is kept.
+        page.fill("#credential", f' "{CREDENTIAL}"\t')
         page.click("#login button[type=submit]")
         expect(page.locator("#episode")).to_have_text("ep1")
         read_grant = page.locator('#grants tr[data-effect="Workspace.Read"]')
@@ -147,21 +162,24 @@ def main():
         expect(summary).to_have_text(f"1 of {marks.count()} objects do not verify.")
         shot(page, "4-altered")
 
-        # The episode filter shows one episode's entries only.
+        # Another episode's calls are not this session's to read: filtering for it shows what an
+        # episode nobody has shows, nothing.
+        expect(page.locator("#reads")).to_have_text("episode ep1's calls and what belongs to no episode")
         a2a_send(OTHER, "explorer-other", "tools.echo", {"from": "ep2"})
         other_index = newest_index(OTHER)
-        expect(row(page, other_index)).to_be_visible()
         page.fill("#filter-episode", "ep2")
         page.click("#filters button[type=submit]")
-        expect(page.locator("tr.call")).to_have_count(1)
-        expect(row(page, other_index)).to_contain_text("ep2")
-        shot(page, "5-filtered")
+        expect(page.locator("#no-calls")).to_be_visible()
+        expect(page.locator("tr.call")).to_have_count(0)
         page.fill("#filter-episode", "ep1")
         page.click("#filters button[type=submit]")
         expect(row(page, start + 3)).to_be_visible()
         assert all(cells[4] == "ep1" for cells in page.eval_on_selector_all(
             "tr.call", "rows => rows.map(r => Array.from(r.cells, c => c.textContent))"))
+        shot(page, "5-filtered")
         page.click("#clear-filters")
+        expect(row(page, start + 3)).to_be_visible()
+        expect(row(page, other_index)).to_have_count(0)
 
         # The search box: a task id, then an effect record's ref.
         page.fill("#find", "explorer-pure")
@@ -187,10 +205,36 @@ def main():
         }""")
         assert all(agree), agree
 
+        # A read the handler refused shows the handler's reason beside the record.
+        mcp_call(CREDENTIAL, "fx_dread", {"path": "missing.txt"})
+        page.click("#newest")
+        refused_read = newest_index(CREDENTIAL)
+        row(page, refused_read).click()
+        expect(page.locator("#entry-title")).to_contain_text(f"Entry {refused_read}")
+        facts = page.locator("#chain .facts.effect").first
+        expect(facts).to_contain_text("reason")
+        expect(facts).to_contain_text("missing.txt")
+
         # Forgetting the session clears the tab's storage.
         page.click("#forget")
         assert page.evaluate("sessionStorage.getItem('world.session')") is None
         expect(page.locator("#main")).to_be_hidden()
+
+        # A session holding Log.Read at world reads every episode: ep2's call, and ep1's chain.
+        page.fill("#credential", OPERATOR)
+        page.click("#login button[type=submit]")
+        expect(page.locator("#reads")).to_have_text("every episode's calls (Log.Read at world)")
+        # A new login starts at the newest page, the search above left behind.
+        expect(page.locator("#newest")).to_be_disabled()
+        expect(row(page, other_index)).to_contain_text("ep2")
+        page.fill("#filter-episode", "ep2")
+        page.click("#filters button[type=submit]")
+        expect(page.locator("tr.call")).to_have_count(1)
+        page.click("#clear-filters")
+        row(page, start + 2).click()
+        expect(page.locator('#chain li[data-role="effect 0 record"] > .object-head .mark')).to_have_text("✓ verified")
+        shot(page, "7-every-episode")
+        page.click("#forget")
         browser.close()
     assert not problems, problems
     print("explorer: every view checked;", len(os.listdir(SHOTS)), "screenshots in", SHOTS)

@@ -97,6 +97,20 @@ impl Process {
         self.child.wait().expect("wait for child")
     }
 
+    /// How the process exited, if it does within `within`.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for child") {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Sends SIGTERM and waits for a graceful exit.
     pub fn terminate(mut self) -> std::process::ExitStatus {
         // SAFETY: signalling our own child's process id.

@@ -58,7 +58,7 @@ async fn the_official_a2a_sdk_resolves_the_card_sends_resends_and_gets_the_task(
     assert_eq!(seen["card"]["name"], "ailang-worldd");
     assert_eq!(seen["card"]["interfaces"], json!([{"url": a2a_url, "binding": "JSONRPC", "version": "1.0"}]));
     assert_eq!(seen["card"]["streaming"], false);
-    assert_eq!(seen["card"]["schemes"], json!(["bearer"]));
+    assert_eq!(seen["card"]["schemes"], json!(["bearer", "oauth"]));
     assert_eq!(seen["card"]["bearer"], "Bearer");
     let skills = seen["card"]["skills"].as_array().expect("skills");
     assert!(skills.contains(&json!("tools.echo")) && !skills.contains(&json!("tests.hidden")), "{skills:?}");

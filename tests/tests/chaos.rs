@@ -4,6 +4,9 @@
 //! store alone shows a gapless, hash-chained log, every call a client saw succeed committed and
 //! journaled, every effect recorded or `indeterminate`, and budgets debited once per effect.
 //! Then an edge is killed mid-request: its clients see a clean error, never half a reply.
+//! A core killed mid-call leaves capsule roots the next start removes (and no one else's);
+//! refused requests write no ERROR or WARN line, while a tampered interpreter does; and a store
+//! removed under a serving core stops it, its calls in flight answered as not committed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -351,4 +354,221 @@ async fn an_edge_killed_mid_request_leaves_no_half_answers() {
         }
     }
     assert!(whole > 10 && cut > 0, "{whole} whole answers, {cut} cut by the kill");
+}
+
+/// The names of the capsule and tool roots in `dir`.
+fn scratch_roots(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("the scratch directory")
+        .map(|entry| entry.expect("an entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("world-capsule-") || name.starts_with("world-tool-"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The owner tag a root made by process `pid` carries: pid, start time, pid namespace.
+fn owner_tag(pid: u32) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the process's stat");
+    let fields: Vec<&str> = stat.rsplit_once(')').expect("a stat line").1.split_whitespace().collect();
+    let namespace = std::fs::metadata(format!("/proc/{pid}/ns/pid")).expect("its pid namespace").ino();
+    format!("{pid}.{}.{namespace}", fields[19])
+}
+
+fn spin_world(env: &[(&str, &str)]) -> World {
+    let setup = world_tests::Setup { env, ..Default::default() };
+    World::published(&fixture("invoke/transitions.json"), 10, setup)
+}
+
+/// An A2A call of the spin transition that runs until the invocation deadline; its answer's
+/// JSON-RPC error, if it has one.
+fn spin_forever(world: &World, token: &str, task: &str) -> tokio::task::JoinHandle<Value> {
+    let (url, token) = (world.url("/a2a/"), token.to_owned());
+    let body = send(task, "tests.spin", json!({"outer": 100000, "middle": 1000}));
+    tokio::spawn(async move {
+        let response = http().post(&url).header("Authorization", format!("Bearer {token}")).json(&body).send().await;
+        let answer: Value = response.expect("an answer").json().await.expect("a JSON-RPC answer");
+        answer["error"].clone()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_cores_capsule_roots_are_removed_at_the_next_start_and_no_one_elses() {
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let scratch_dir = scratch.path().to_str().expect("a UTF-8 path").to_owned();
+    let env = [("TMPDIR", scratch_dir.as_str())];
+    let mut world = spin_world(&env);
+    let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
+    // What the sweep must leave: a root of a process still running (this test), one whose name
+    // records no owner, and anything else.
+    let live = format!("world-capsule-{}-Keep01", owner_tag(std::process::id()));
+    let kept = [live.as_str(), "world-capsule-unmarked", "world-tool-x", "something-else"];
+    for name in kept {
+        std::fs::create_dir_all(scratch.path().join(name).join("host")).unwrap();
+    }
+
+    let call = spin_forever(&world, &token, "spin-1");
+    let core_tag = owner_tag(u32::try_from(world.core.pid()).unwrap());
+    let started = Instant::now();
+    let leftover = loop {
+        let theirs = scratch_roots(scratch.path()).into_iter().find(|name| name.contains(&core_tag));
+        if let Some(name) = theirs {
+            break name;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "no capsule root appeared: {:?}",
+            scratch_roots(scratch.path())
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let serve = world_tests::serve_args(&bin("ailang"), None);
+    let serve: Vec<&str> = serve.iter().map(String::as_str).collect();
+    world.core.kill();
+    assert!(scratch.path().join(&leftover).is_dir(), "a SIGKILL removes nothing");
+    call.abort();
+    world.restart_core(&bin("world-core"), &serve, &env);
+
+    assert!(!scratch.path().join(&leftover).exists(), "{leftover} was left behind");
+    for name in kept {
+        assert!(scratch.path().join(name).join("host").is_dir(), "{name} was removed");
+    }
+    let log = world.core.stderr();
+    assert!(log.contains("removed 1 capsule and tool roots left by cores no longer running"), "{log}");
+    // The restarted core serves, and its own roots come and go.
+    let answer = post(&world.url("/a2a/"), &token, &send("echo-1", "tools.echo", json!({"a": 1}))).await;
+    assert!(matches!(&answer, Answer::Result(result) if result["status"]["state"] == "completed"), "{answer:?}");
+    let mut expected = [live.as_str(), "world-capsule-unmarked", "world-tool-x"];
+    expected.sort();
+    assert_eq!(scratch_roots(scratch.path()), expected);
+}
+
+/// Lines of a log at `level` (the human format's level column).
+fn lines_at<'a>(log: &'a str, level: &str) -> Vec<&'a str> {
+    log.lines().filter(|line| line.split_whitespace().nth(1) == Some(level)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_requests_write_no_error_lines_while_a_tampered_interpreter_does() {
+    let mut world = spin_world(&[]);
+    let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
+    let long = format!("a {}", "b".repeat(5000));
+    let a2a = world.url("/a2a/");
+    let mcp = world.url("/mcp/");
+    let tool_call = |name: &str, arguments: Value| json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":name,"arguments":arguments}});
+    let refused = [
+        (&a2a, send("has a space", "tools.echo", json!({"a": 1}))),
+        (&a2a, send(&long, "tools.echo", json!({"a": 1}))),
+        (&a2a, send("unknown-skill", "no.such.skill", json!({"a": 1}))),
+        (&a2a, send("bad-args", "tests.spin", json!({"outer": "many"}))),
+        (
+            &a2a,
+            json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{
+                "id":"no-parts","metadata":{"skill_id":"tools.echo"},"message":{"role":"user","parts":[]}}}),
+        ),
+        (
+            &a2a,
+            json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{
+                "id":"bad-pin","metadata":{"skill_id":"tools.echo","transition_fn":"sha256:0"},
+                "message":{"role":"user","parts":[{"type":"data","data":{}}]}}}),
+        ),
+        (&mcp, tool_call("no_dsuch", json!({}))),
+        (&mcp, tool_call("tools_decho", json!([1]))),
+        (&mcp, tool_call("Tools_decho", json!({}))),
+        (&mcp, tool_call("tests_dspin", json!({"outer": "many"}))),
+    ];
+    for (url, body) in &refused {
+        let answer = post(url, &token, body).await;
+        assert!(!matches!(answer, Answer::Result(ref r) if r["isError"] != true), "{body}: {answer:?}");
+    }
+    let answer = post(&a2a, "f".repeat(64).as_str(), &send("unknown-session", "tools.echo", json!({}))).await;
+    assert_eq!(answer, Answer::Refused(-32001));
+    // Read the logs only once the last refusal's line is surely written.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let core_log = world.core.stderr();
+    let edge_log = world.edge.as_ref().expect("an edge").stderr();
+    for (name, log) in [("core", &core_log), ("edge", &edge_log)] {
+        assert_eq!(lines_at(log, "ERROR"), Vec::<&str>::new(), "{name}");
+        assert_eq!(lines_at(log, "WARN"), Vec::<&str>::new(), "{name}");
+        // The caller's text never fills a line.
+        assert!(!log.contains(&long[..1000]), "{name} logged a caller's text whole");
+        assert!(log.lines().all(|line| line.len() < 2000), "{name}: {log}");
+    }
+    let refusals = lines_at(&core_log, "INFO").into_iter().filter(|line| line.contains("a2a refusal:")).count();
+    assert!(refusals >= 2, "{core_log}");
+    assert!(core_log.contains("invalid_params"), "refusals name their class: {core_log}");
+
+    // An archived interpreter that no longer matches its pin is an operator's matter.
+    world.core.kill();
+    let mut archived = Vec::new();
+    let mut stack = vec![world.store.with_extension("db.artifacts")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("the artifacts directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|name| name == "ailang") {
+                archived.push(path);
+            }
+        }
+    }
+    assert_eq!(archived.len(), 1, "{archived:?}");
+    let mut permissions = std::fs::metadata(&archived[0]).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&archived[0], permissions).unwrap();
+    let mut file = std::fs::OpenOptions::new().append(true).open(&archived[0]).expect("the archived interpreter");
+    std::io::Write::write_all(&mut file, b"tampered").unwrap();
+    drop(file);
+    let stderr = world.dir.path().join("tampered.stderr");
+    let mut core = std::process::Command::new(bin("world-core"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--ailang-bin"])
+        .arg(bin("ailang"))
+        .arg("--store")
+        .arg(&world.store)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .expect("start a core");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = core.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = core.kill();
+            panic!("a core with a tampered interpreter served");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success());
+    let log = std::fs::read_to_string(&stderr).unwrap();
+    let errors = lines_at(&log, "ERROR");
+    assert_eq!(errors.len(), 1, "{log}");
+    assert!(errors[0].contains("no longer matches its pin"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_removed_under_a_serving_core_stops_it_and_calls_in_flight_are_not_committed() {
+    let mut world = spin_world(&[]);
+    let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
+    let answer = post(&world.url("/a2a/"), &token, &send("before", "tools.echo", json!({"a": 1}))).await;
+    assert!(matches!(&answer, Answer::Result(_)), "{answer:?}");
+    let call = spin_forever(&world, &token, "in-flight");
+    // The call is running once the core holds an interpreter for it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    std::fs::remove_file(&world.store).expect("remove the store file");
+    let removed = Instant::now();
+    let status = world.core.wait_exit(Duration::from_secs(10)).expect("the core stopped within 10 s");
+    assert!(!status.success(), "{status:?}");
+    assert!(removed.elapsed() < Duration::from_secs(10));
+    let error = tokio::time::timeout(Duration::from_secs(10), call).await.expect("an answer").expect("the call");
+    assert_eq!(error, json!({"code": -32603, "message": "invocation was not committed; send a new task id"}));
+    let log = world.core.stderr();
+    let errors = lines_at(&log, "ERROR");
+    assert_eq!(errors.len(), 1, "{log}");
+    let store = world.store.display().to_string();
+    assert!(errors[0].contains(&format!("the store file {store} was removed")), "{log}");
 }

@@ -107,3 +107,140 @@ async fn an_agent_writes_checks_fixes_runs_and_reads_a_program_through_the_sdk()
     assert!(refused["refused"].as_str().is_some_and(|r| r.contains("/etc/passwd")), "{answer}");
     assert_eq!(refused["world"]["effects"], json!([]));
 }
+
+/// Runs `calls` through the official MCP SDK (tests/python/agent_session.py) and returns each
+/// call's `{tool, isError, output}`.
+fn sdk_session(world: &World, token: &str, calls: Value) -> Vec<Value> {
+    let python = std::env::var_os("WORLD_TEST_PYTHON").expect(
+        "WORLD_TEST_PYTHON is not set: run the tests with tests/run.sh, which makes a virtualenv with the MCP SDK",
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/agent_session.py");
+    let run =
+        Command::new(python).arg(&script).arg(world.url("/mcp/")).arg(token).arg(calls.to_string()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&run.stderr));
+    let seen: Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    seen["results"].as_array().unwrap().clone()
+}
+
+/// What an agent sees when a call does not succeed: `isError`, `ok: false` and a `refused` that
+/// says why, with the output kept.
+#[track_caller]
+fn refused(result: &Value) -> String {
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["output"]["ok"], false, "{result}");
+    result["output"]["refused"].as_str().unwrap_or_else(|| panic!("no refused: {result}")).to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_never_stalls_every_answer_says_what_happened_and_what_to_do() {
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    for episode in ["work", "spent"] {
+        std::fs::create_dir(root.path().join(episode)).unwrap();
+    }
+    let work = root.path().join("work");
+    std::fs::create_dir(work.join(".git")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), work.join("out")).unwrap();
+    std::os::unix::fs::symlink(".git", work.join("gitlink")).unwrap();
+    let world = se_tools_world(root.path());
+    let token = preset_session(&world, "work", "50");
+
+    let echo = "module echo\n\nexport func main(input: string) -> string {\n  input\n}\n";
+    let no_import = "module tools/enc\n\nexport func main(input: string) -> string {\n  encode(js(input))\n}\n";
+    let results = sdk_session(
+        &world,
+        &token,
+        json!([
+            ["ailang-write", {"path": "tools/stats/echo.ail", "content": echo}],
+            ["ailang-run", {"path": "tools/stats/echo.ail", "args_json": {"n": 2}}],
+            ["ailang-run", {"path": "tools/stats/echo.ail"}],
+            ["ailang-write", {"path": "tools/enc.ail", "content": no_import}],
+            ["ailang-check", {"path": "tools/enc.ail"}],
+            ["ailang-write", {"path": "out/escape.txt", "content": "x"}],
+            ["ailang-write", {"path": ".git/config", "content": "x"}],
+            ["ailang-write", {"path": "gitlink/hooks/pre-commit", "content": "x"}],
+            ["builtins-search", {"query": "json decode"}],
+            ["examples-search", {"query": "json"}],
+            ["ailang-read", {"path": "tools/stats/echo.ail"}],
+            ["ailang-run", {"path": "missing.ail"}],
+        ]),
+    );
+
+    // A nested new path: the directories are made beneath the worktree.
+    assert_eq!(results[0]["output"]["ok"], true, "{}", results[0]);
+    assert_eq!(std::fs::read_to_string(work.join("tools/stats/echo.ail")).unwrap(), echo);
+    let written = results[0]["output"]["sha256"].clone();
+    assert_eq!(written, json!(world_model::HashRef::of(echo.as_bytes()).to_string()));
+    // Arguments as an object reach a string entry as their JSON text; absent, as "".
+    assert_eq!(results[1]["isError"], false, "{}", results[1]);
+    assert_eq!(results[1]["output"]["stdout"], "{\"n\":2}\n", "{}", results[1]);
+    assert_eq!(results[1]["output"]["sha256"], written, "the run names the bytes it ran");
+    assert_eq!(results[2]["output"]["stdout"], "\n", "{}", results[2]);
+    assert_eq!(results[2]["output"]["exit_code"], 0, "{}", results[2]);
+    // A missing import: the checker's suggestion, line and column pass through.
+    let report = &results[4]["output"];
+    assert_eq!((report["ok"].clone(), report["passed"].clone()), (json!(true), json!(false)), "{report}");
+    let error = report["errors"].as_array().unwrap().iter().find(|e| e["message"].as_str().unwrap().contains("encode"));
+    let error = error.unwrap_or_else(|| panic!("no error about encode: {report}"));
+    assert_eq!(error["suggestion"], "import it: import std/json (encode)", "{error}");
+    assert_eq!((error["line"].clone(), error["column"].clone()), (json!(4), json!(3)), "{error}");
+    assert!(report["warnings"].is_array(), "{report}");
+    // Writes through a symlink out and into .git are refused, and recorded failed.
+    assert!(refused(&results[5]).contains("symlink"), "{}", results[5]);
+    assert!(refused(&results[6]).contains("deny list"), "{}", results[6]);
+    assert!(refused(&results[7]).contains("symlink"), "{}", results[7]);
+    for result in &results[5..8] {
+        assert_eq!(result["output"]["world"]["effects"][0]["status"], "failed", "{result}");
+    }
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(work.join(".git")).unwrap().count(), 0);
+    // A two-word query finds the entries holding both words.
+    let found = &results[8]["output"];
+    let matches = found["matches"].as_array().unwrap();
+    assert!(matches.iter().any(|m| m["module"] == "std/json" && m["name"] == "decode"), "{found}");
+    // Examples come back structured: name, path and a snippet holding the word.
+    let examples = &results[9]["output"];
+    let first = &examples["matches"][0];
+    assert!(first["name"].is_string() && first["path"].as_str().is_some_and(|p| p.ends_with(".ail")), "{examples}");
+    assert!(first["snippet"].as_str().is_some_and(|s| s.to_lowercase().contains("json")), "{examples}");
+    assert_eq!(results[10]["output"]["sha256"], written, "the read names the bytes it read");
+    assert!(refused(&results[11]).contains("missing.ail"), "{}", results[11]);
+
+    // A spent budget, for each kind of tool: the refusal names the effect, the reason, the
+    // numbers in this episode and the operator's command; the finish phase explained it.
+    let spent = preset_session(&world, "spent", "1");
+    std::fs::write(root.path().join("spent/a.ail"), echo).unwrap();
+    let twice = |tool: &str, args: Value| vec![json!([tool, args.clone()]), json!([tool, args])];
+    let calls: Vec<Value> = [
+        twice("ailang-read", json!({"path": "a.ail"})),
+        twice("ailang-edit", json!({"path": "a.ail", "old_text": "input\n}", "new_text": "input\n}"})),
+        twice("ailang-check", json!({"path": "a.ail"})),
+        twice("ailang-run", json!({"path": "a.ail"})),
+        twice("builtins-search", json!({"query": "decode"})),
+        twice("ailang-cli", json!({"op": "version"})),
+    ]
+    .concat();
+    let results = sdk_session(&world, &spent, Value::Array(calls));
+    for (pair, effect) in results.chunks(2).zip([
+        "Workspace.Read",
+        "Workspace.Write",
+        "Ailang.Check",
+        "Ailang.Run",
+        "Ailang.Discover",
+        "Ailang.CLI",
+    ]) {
+        assert_eq!(pair[0]["isError"], false, "{}", pair[0]);
+        let why = refused(&pair[1]);
+        assert_eq!(pair[1]["output"]["status"], "denied", "{}", pair[1]);
+        assert_eq!(pair[1]["output"]["world"]["effects"][0]["status"], "denied", "{}", pair[1]);
+        assert!(
+            why.starts_with(&format!("{effect} was denied: its budget is spent (1 of 1 calls used in episode spent)")),
+            "{why}"
+        );
+        assert!(
+            why.contains("world-core session mint --store <store> --preset se-tools --episode <new-episode>"),
+            "{why}"
+        );
+    }
+}

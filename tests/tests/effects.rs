@@ -146,19 +146,30 @@ async fn a_read_and_a_write_through_a2a_and_mcp_leave_records_and_the_world_bloc
     assert_eq!(answer["result"]["metadata"]["entry_index"], json!(before as i64), "{answer}");
 
     let answer =
-        mcp(&world, &token, "fx_dscripted_uwrite", json!({"plan": write_plan("notes/new.txt", "written")})).await;
-    // The handler refuses a missing parent directory: a successful effect saying ok:false.
+        mcp(&world, &token, "fx_dscripted_uwrite", json!({"plan": write_plan(".git/hooks/x", "written")})).await;
+    // The handler refuses a write under the deny list: a failed effect whose result is the
+    // reason, answered as an MCP error result that still carries the output.
     let output = &answer["result"]["structuredContent"];
     assert_eq!(output["ok"], false, "{answer}");
-    assert!(output["refused"].as_str().is_some_and(|r| r.contains("notes/new.txt")), "{output}");
-    assert_eq!(only_effect(&world, &token, output).await.0, "ok");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(output["refused"].as_str().is_some_and(|r| r.contains("deny list")), "{output}");
+    let (status, record) = only_effect(&world, &token, output).await;
+    assert_eq!(status, "failed");
+    let record = payload(&world, &token, &record).await;
+    assert_eq!((record["failed"].clone(), record["budgetAfter"].clone()), (json!(true), json!(9)), "debited");
+    let reason = payload(&world, &token, record["resultRef"].as_str().expect("a failed record's reason")).await;
+    assert_eq!(reason["refused"], output["refused"], "{reason}");
     let text = answer["result"]["content"][0]["text"].as_str().expect("the output as text");
     assert_eq!(&serde_json::from_str::<Value>(text).expect("text is the JSON output"), output);
-    assert!(!root.join("ep1/notes").exists());
+    assert!(!root.join("ep1/.git").exists());
 
-    let answer = mcp(&world, &token, "fx_dscripted_uwrite", json!({"plan": write_plan("new.txt", "written")})).await;
-    assert_eq!(answer["result"]["structuredContent"]["ok"], true, "{answer}");
-    assert_eq!(std::fs::read_to_string(root.join("ep1/new.txt")).expect("written file"), "written");
+    let answer =
+        mcp(&world, &token, "fx_dscripted_uwrite", json!({"plan": write_plan("notes/deep/new.txt", "written")})).await;
+    let output = &answer["result"]["structuredContent"];
+    assert_eq!(output["ok"], true, "missing directories are made: {answer}");
+    assert_eq!(output["sha256"], json!(world_model::HashRef::of(b"written").to_string()), "{answer}");
+    assert!(answer["result"].get("isError").is_none(), "{answer}");
+    assert_eq!(std::fs::read_to_string(root.join("ep1/notes/deep/new.txt")).expect("written file"), "written");
     assert_eq!(world.log_len(&token).await, before + 3, "one entry per call");
 }
 
@@ -374,15 +385,32 @@ async fn the_ailang_tools_check_run_discover_and_stay_in_the_worktree() {
     std::fs::write(ep.join("in.txt"), "inside").unwrap();
     std::os::unix::fs::symlink("/etc/hostname", ep.join("out-link")).unwrap();
 
-    let checked = tool(&world, &token, "check-bad", "Ailang.Check", json!({"op":"check","path":"bad.ail"})).await;
+    let checked = tool(&world, &token, "check-bad", "Ailang.Check", json!({"op":"ai_check","path":"bad.ail"})).await;
     let report: Value = serde_json::from_str(checked["stdout"].as_str().unwrap_or_default()).expect("a check report");
-    assert_eq!(report["passed"], false, "{checked}");
-    assert!(report["error_count"].as_i64().unwrap_or_default() >= 1, "{report}");
-    let checked = tool(&world, &token, "check-good", "Ailang.Check", json!({"op":"check","path":"cat.ail"})).await;
+    assert_eq!(report["check"]["passed"], false, "{checked}");
+    assert!(report["check"]["error_count"].as_i64().unwrap_or_default() >= 1, "{report}");
+    assert_eq!(report["verify"]["available"], false, "Z3 is not run, and the report says so: {report}");
+    assert!(report["verify"]["reason"].as_str().is_some_and(|r| r.contains("not run")), "{report}");
+    assert_eq!(
+        checked["sha256"],
+        json!(world_model::HashRef::of(&std::fs::read(ep.join("bad.ail")).unwrap()).to_string())
+    );
+    let checked = tool(&world, &token, "check-good", "Ailang.Check", json!({"op":"ai_check","path":"cat.ail"})).await;
     assert_eq!(checked["exit_code"], 0, "{checked}");
+    let refused = tool(&world, &token, "check-old", "Ailang.Check", json!({"op":"check","path":"cat.ail"})).await;
+    assert!(refused["refused"].as_str().is_some_and(|r| r.contains("ai_check")), "{refused}");
 
     let ran = tool(&world, &token, "run-in", "Ailang.Run", json!({"path":"cat.ail","args_json":"\"in.txt\""})).await;
     assert_eq!((ran["exit_code"].clone(), ran["stdout"].as_str()), (json!(0), Some("inside\n")), "{ran}");
+    assert_eq!((ran["admitted"].clone(), ran["limit"].clone()), (json!(true), Value::Null), "{ran}");
+    assert_eq!(ran["decision"]["program_effects"], json!(["FS"]), "{ran}");
+    assert_eq!(ran["sha256"], json!(world_model::HashRef::of(cat.as_bytes()).to_string()), "{ran}");
+    // A program declaring an effect beyond IO and FS is not run.
+    let net = "module net\n\nexport func main(input: string) -> string ! {Net} {\n  input\n}\n";
+    std::fs::write(ep.join("net.ail"), net).unwrap();
+    let ran = tool(&world, &token, "run-net", "Ailang.Run", json!({"path":"net.ail"})).await;
+    assert_eq!((ran["admitted"].clone(), ran["stdout"].clone()), (json!(false), json!("")), "{ran}");
+    assert_eq!(ran["decision"]["missing_from_policy"], json!(["Net"]), "{ran}");
     let ran = tool(&world, &token, "run-out", "Ailang.Run", json!({"path":"cat.ail","args_json":"\"out-link\""})).await;
     assert_ne!(ran["exit_code"], 0, "a symlink out of the worktree is refused: {ran}");
     assert!(ran["stderr"].as_str().is_some_and(|e| e.contains("outside the sandbox")), "{ran}");
@@ -410,9 +438,17 @@ async fn the_ailang_tools_check_run_discover_and_stay_in_the_worktree() {
     assert_eq!(ran["ok"], false, "{ran}");
 
     let found = tool(&world, &token, "discover", "Ailang.Discover", json!({"op":"builtins_list"})).await;
-    assert!(found["stdout"].as_str().is_some_and(|s| s.contains("readFile")), "{found}");
+    let inventory = found["stdout"].as_str().unwrap_or_default();
+    assert!(inventory.starts_with("Total: ") && inventory.contains(" builtins\n\n"), "{found}");
+    assert!(inventory.lines().any(|l| l.trim_start().starts_with("readFile") && l.contains("[fs] std/fs")), "{found}");
+    let found =
+        tool(&world, &token, "discover-json", "Ailang.Discover", json!({"op":"builtins_list","flags":{"json":""}}))
+            .await;
+    assert!(found["stdout"].as_str().is_some_and(|s| s.starts_with("{\"builtins\":[")), "{found}");
     let version = tool(&world, &token, "cli", "Ailang.CLI", json!({"op":"version"})).await;
     assert!(version["stdout"].as_str().is_some_and(|s| !s.is_empty()), "{version}");
+    let fmt = tool(&world, &token, "cli-fmt", "Ailang.CLI", json!({"op":"fmt","path":"cat.ail"})).await;
+    assert!(fmt["refused"].as_str().is_some_and(|r| r.contains("not served by World-rs")), "{fmt}");
     let answer = a2a(
         &world,
         &token,

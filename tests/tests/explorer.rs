@@ -2,7 +2,8 @@
 //! (`tests/python/explorer.py`), against a core and an edge serving a pure transition, an
 //! effectful read and a scripted plan. The script checks denials, the session's budgets, three
 //! calls appearing without a reload, a provenance chain verified in the browser, an object
-//! altered in the store marked as not matching, the episode filter and the search box, and
+//! altered in the store marked as not matching, the episode filter and the search box, another
+//! episode's calls hidden from a session and shown to one holding `Log.Read` at `world`, and
 //! saves a screenshot of each view under `target/tmp/explorer-screenshots`.
 //!
 //! `WORLD_TEST_PYTHON` (a python with `tests/python/requirements.txt`) and `WORLD_TEST_CHROMIUM`
@@ -33,6 +34,7 @@ fn the_explorer_shows_the_session_the_log_and_verified_provenance_in_a_browser()
     );
     let token = world.mint("ep1", &["world.apply=world:1000", "Workspace.Read=worktree:5"], 3600);
     let other = world.mint("ep2", &["world.apply=world:1000"], 3600);
+    let operator = world.mint("ops", &["Log.Read=world:0"], 3600);
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("explorer-screenshots");
     let _ = std::fs::remove_dir_all(&shots);
 
@@ -41,6 +43,7 @@ fn the_explorer_shows_the_session_the_log_and_verified_provenance_in_a_browser()
         .arg(&world.edge_url)
         .arg(&token)
         .arg(&other)
+        .arg(&operator)
         .arg(&world.store)
         .arg(&shots)
         .arg(&chromium)
@@ -52,7 +55,7 @@ fn the_explorer_shows_the_session_the_log_and_verified_provenance_in_a_browser()
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
     );
-    for view in ["1-denied", "2-log", "3-provenance", "4-altered", "5-filtered", "6-search"] {
+    for view in ["1-denied", "2-log", "3-provenance", "4-altered", "5-filtered", "6-search", "7-every-episode"] {
         assert!(shots.join(format!("{view}.png")).is_file(), "no screenshot of {view}");
     }
 }

@@ -1,15 +1,20 @@
 //! Failover: one edge given two cores on one PostgreSQL database keeps serving while one core
 //! dies and after it comes back. Calls in flight on the dying core end in a whole JSON-RPC
 //! answer (a result or an error), never a broken reply; new calls go to the living core; the
-//! core that comes back serves calls again.
+//! core that comes back serves calls again. A core killed while it holds an effect intent
+//! leaves task ids that resolve on the other core once it is known dead, and recovery at its
+//! restart speaks for it alone.
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use world_tests::{World, bin, http};
+use serde_json::{Value, json};
+use world_proto::v1 as pb;
+use world_proto::v1::invocation_client::InvocationClient;
+use world_tests::{World, bin, fixture, http};
 
 /// How an answer to one `tools/call` ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -135,4 +140,240 @@ async fn an_edge_keeps_serving_while_one_of_two_cores_dies_and_returns() {
         n += 1;
     }
     all_succeed(&edge, &token, 20, "both cores up again").await;
+}
+
+/// The core build with fault points; `tests/run.sh` builds it.
+fn faults_core() -> PathBuf {
+    let path = bin("world-core").with_file_name("world-core-faults");
+    assert!(
+        path.is_file(),
+        "{} is missing: run tests/run.sh, or cargo build -p world-core --features fault-points --bin world-core-faults",
+        path.display()
+    );
+    path
+}
+
+/// The arguments of `fx.scripted_write` writing `path` in the episode's worktree.
+fn write_args(path: &str) -> Value {
+    json!({"plan":{"plan":"world/effect-plan/v1","finish":false,"result":null,"effects":[
+        {"id":"e1","effect":"Workspace.Write","scope":"worktree","cost":1,
+         "payload":{"op":"write","path":path,"content":"written"}}]}})
+}
+
+/// `fx.scripted_write` of `path` as the A2A task `task`, straight to one core.
+async fn invoke_write(core: &str, token: &str, task: &str, path: &str) -> Result<pb::invoke_reply::Outcome, String> {
+    let mut client = InvocationClient::connect(format!("http://{core}")).await.map_err(|e| e.to_string())?;
+    let mut request = tonic::Request::new(pb::InvokeRequest {
+        surface: "a2a".into(),
+        transition_id: "fx.scripted_write".into(),
+        task_id: task.into(),
+        arguments: write_args(path).to_string().into_bytes(),
+        transition_fn: String::new(),
+        mcp_tool: String::new(),
+    });
+    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().expect("metadata"));
+    let reply = client.invoke(request).await.map_err(|e| e.to_string())?;
+    reply.into_inner().outcome.ok_or_else(|| "no outcome".to_owned())
+}
+
+/// The same task resent through the edge as the seed's `tasks/send`.
+async fn resend_write(edge: &str, token: &str, task: &str, path: &str) -> Value {
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"id":task,
+        "metadata":{"skill_id":"fx.scripted_write"},
+        "message":{"role":"user","parts":[{"type":"data","data":write_args(path)}]}}});
+    let response = http()
+        .post(format!("{edge}/a2a/"))
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("POST /a2a/");
+    response.json().await.expect("a JSON-RPC answer")
+}
+
+/// Polls `sql` (one count) until it reaches `want`; bounded.
+async fn until_count(pool: &sqlx::PgPool, sql: &'static str, want: i64, what: &str) {
+    for _ in 0..300 {
+        let count: i64 = sqlx::query_scalar(sql).fetch_one(pool).await.expect("count");
+        if count >= want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} never happened");
+}
+
+/// The effect ids a core's `recovery:` lines name.
+fn recovered_effects(stderr: &str) -> BTreeSet<String> {
+    stderr
+        .lines()
+        .filter(|line| line.contains("recovery: effect intent without an outcome"))
+        .filter_map(|line| line.split_whitespace().find_map(|word| word.strip_prefix("effect=")))
+        .map(|id| id.trim_matches('"').to_owned())
+        .collect()
+}
+
+fn worktrees(root: &Path, episodes: &[&str]) {
+    for episode in episodes {
+        std::fs::create_dir_all(root.join(episode)).expect("episode worktree");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_cores_task_ids_resolve_on_the_other_and_its_recovery_names_only_its_own_intents() {
+    let admin = std::env::var("WORLD_TEST_POSTGRES_URL")
+        .expect("WORLD_TEST_POSTGRES_URL must name a PostgreSQL server: run tests/run.sh, which starts one");
+    let url = world_tests::fresh_postgres_database(&admin).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = PathBuf::from(&url);
+    let artifacts = dir.path().join("artifacts");
+    let root = dir.path().join("ws");
+    worktrees(&root, &["ep1", "ep2", "ep3"]);
+    let serve = world_tests::serve_args(&bin("ailang"), Some(&artifacts));
+    let serve: Vec<&str> = serve.iter().map(String::as_str).collect();
+    let (bootstrap, _) = world_tests::start_core(&store, dir.path(), &serve);
+    assert!(bootstrap.terminate().success());
+    world_tests::publish_with(&store, &fixture("effects/transitions.json"), 5, Some(&artifacts));
+    let genesis =
+        std::process::Command::new(bin("world-core")).args(["genesis", "--store", &url]).output().expect("genesis");
+    assert!(genesis.status.success(), "{}", String::from_utf8_lossy(&genesis.stderr));
+    let root_arg = root.display().to_string();
+    let serve: Vec<&str> = serve.iter().copied().chain(["--workspace-root", root_arg.as_str()]).collect();
+
+    // Both cores hold a call after its effect intent while their hold file exists.
+    let (hold_a, hold_b) = (dir.path().join("hold-a"), dir.path().join("hold-b"));
+    let env_a = format!("after-intent:{}", hold_a.display());
+    let env_b = format!("after-intent:{}", hold_b.display());
+    let a_listen = world_tests::free_listen_address();
+    let a_args: Vec<&str> = serve.iter().copied().chain(["--core-id", "core-a"]).collect();
+    let b_args: Vec<&str> = serve.iter().copied().chain(["--core-id", "core-b"]).collect();
+    let logs = |name: &str| {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(&path).expect("log folder");
+        path
+    };
+    let (mut a, a_addr) = world_tests::start_core_at(
+        &faults_core(),
+        &a_listen,
+        &store,
+        &logs("a"),
+        &a_args,
+        &[("WORLD_FAULT_HOLD", &env_a)],
+    );
+    let b_listen = world_tests::free_listen_address();
+    let (_b, b_addr) = world_tests::start_core_at(
+        &faults_core(),
+        &b_listen,
+        &store,
+        &logs("b"),
+        &b_args,
+        &[("WORLD_FAULT_HOLD", &env_b)],
+    );
+    let (_edge, edge) = world_tests::start_edge(&[&a_addr, &b_addr], dir.path(), &[]);
+    let grants = ["Workspace.Write=worktree:10"];
+    let tokens: Vec<String> =
+        ["ep1", "ep2", "ep3"].iter().map(|episode| world_tests::mint(&store, episode, &grants, 3600)).collect();
+    let pool = sqlx::PgPool::connect(&url).await.expect("connect");
+
+    // On core A: w1 (ep1) and w3 (ep2) stand after their intents, w2 (ep1) waits for ep1's turn.
+    std::fs::write(&hold_a, "").expect("hold file");
+    let in_flight = [("w1", 0usize), ("w2", 0), ("w3", 1)];
+    let mut calls = Vec::new();
+    for (i, (task, episode)) in in_flight.iter().enumerate() {
+        let (addr, token, task) = (a_addr.clone(), tokens[*episode].clone(), task.to_string());
+        calls.push(tokio::spawn(async move { invoke_write(&addr, &token, &task, &format!("{task}.txt")).await }));
+        if i == 0 {
+            until_count(&pool, "SELECT COUNT(*) FROM effect_intents", 1, "w1's intent").await;
+        }
+    }
+    until_count(&pool, "SELECT COUNT(*) FROM effect_intents", 2, "w3's intent").await;
+    until_count(&pool, "SELECT COUNT(*) FROM invocation_claims WHERE state = 'running'", 3, "three claims").await;
+
+    a.kill();
+    let killed = Instant::now();
+    for call in calls {
+        assert!(!matches!(call.await.expect("call task"), Ok(pb::invoke_reply::Outcome::Invoked(_))));
+    }
+    // Core A's claims and lease end once it is known dead, well before the lease (20 s + 4 s
+    // + 10 s) would expire, and never answer "task id already used" after that.
+    let lease = Duration::from_secs(34);
+    let not_committed = json!({"code":-32603,"message":"invocation was not committed; send a new task id"});
+    for (task, episode) in in_flight {
+        let answer = loop {
+            let answer = resend_write(&edge, &tokens[episode], task, &format!("{task}.txt")).await;
+            if answer["error"]["code"] != -32602 {
+                break answer;
+            }
+            assert_eq!(answer["error"]["message"], "task id already used in this session", "{task}: {answer}");
+            assert!(killed.elapsed() < lease, "{task} still in use {:?} after the kill", killed.elapsed());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        match task {
+            // Its effect may have run: spent, never run again.
+            "w1" | "w3" => assert_eq!(answer["error"], not_committed, "{task}: {answer}"),
+            // It never reached its effect: a fresh run on core B.
+            _ => assert!(answer["result"].is_object(), "{task}: {answer}"),
+        }
+    }
+    println!("every in-flight task id resolved {:?} after the kill", killed.elapsed());
+    assert!(
+        root.join("ep1/w2.txt").is_file() && !root.join("ep1/w1.txt").exists() && !root.join("ep2/w3.txt").exists()
+    );
+
+    // Core B holds an intent of its own (w4, ep3) while core A restarts with a 2 s timeout.
+    std::fs::write(&hold_b, "").expect("hold file");
+    let (b_addr_w4, token_w4) = (b_addr.clone(), tokens[2].clone());
+    let w4 = tokio::spawn(async move { invoke_write(&b_addr_w4, &token_w4, "w4", "w4.txt").await });
+    until_count(&pool, "SELECT COUNT(*) FROM effect_intents WHERE episode = 'ep3'", 1, "w4's intent").await;
+    let a_metrics = world_tests::free_listen_address();
+    let a_args: Vec<&str> =
+        a_args.iter().copied().chain(["--invocation-timeout", "2", "--metrics-listen", a_metrics.as_str()]).collect();
+    let (a_again, a_addr) = world_tests::start_core_at(&bin("world-core"), &a_addr, &store, &logs("a2"), &a_args, &[]);
+    let logged = a_again.stderr();
+    let named = recovered_effects(&logged);
+    let own: BTreeSet<String> = ["effect:ep1:0", "effect:ep2:0"].map(str::to_owned).into();
+    assert_eq!(named, own, "recovery names core A's intents only, not core B's effect:ep3:0:\n{logged}");
+    let metrics =
+        http().get(format!("http://{a_metrics}/metrics")).send().await.expect("metrics").text().await.expect("body");
+    assert!(metrics.contains("world_core_pending_intents_at_start{kind=\"effect\"} 2\n"), "{metrics}");
+
+    std::fs::remove_file(&hold_b).expect("release w4");
+    match w4.await.expect("w4 task") {
+        Ok(pb::invoke_reply::Outcome::Invoked(invoked)) => {
+            let output: Value = serde_json::from_slice(&invoked.output).expect("output JSON");
+            assert_eq!(output["world"]["effects"][0]["status"], "ok", "{output}");
+        }
+        other => panic!("w4 on core B: {other:?}"),
+    }
+
+    // Core A, at a 2 s invocation timeout, runs an effectful call.
+    match invoke_write(&a_addr, &tokens[2], "w5", "w5.txt").await {
+        Ok(pb::invoke_reply::Outcome::Invoked(invoked)) => {
+            let output: Value = serde_json::from_slice(&invoked.output).expect("output JSON");
+            assert_eq!(output["world"]["effects"][0]["status"], "ok", "{output}");
+        }
+        other => panic!("w5 on core A at 2 s: {other:?}"),
+    }
+    assert!(root.join("ep3/w5.txt").is_file());
+    // A timeout too short for an effect is refused at start, with the reason.
+    let refused = std::process::Command::new(bin("world-core"))
+        .args(["serve", "--store", &url, "--listen", "127.0.0.1:0", "--invocation-timeout", "1"])
+        .output()
+        .expect("world-core serve");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--invocation-timeout 1: an invocation timeout of 1s is too short: at least 2s"),
+        "{stderr}"
+    );
+    // No task id ever got a second intent.
+    let most: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM effect_intents GROUP BY call_id) c",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("intents per call");
+    assert_eq!(most, 1);
+    pool.close().await;
 }

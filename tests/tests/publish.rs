@@ -245,6 +245,7 @@ async fn fences_refuse_ci_a_missing_terminal_a_wrong_phrase_and_live() {
     let wrong = run_attended(fixture.command("echo.json", &[]), "publish 2 transitions to world.db\n");
     assert_eq!(wrong.status.code(), Some(3));
     assert!(wrong.stderr.starts_with("STOP fence=confirmation reason=mismatch\n"), "{}", wrong.stderr);
+    assert!(wrong.stderr.ends_with("type exactly: publish 1 transitions to world.db\n"), "{}", wrong.stderr);
 
     let live = run_attended(fixture.command("echo.json", &["--live"]), "publish 1 transitions to world.db\n");
     assert_eq!(live.status.code(), Some(3));

@@ -80,6 +80,8 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let serving = matches!(cli.command, Command::Serve(_) | Command::Up(_));
+    let mut logged = false;
     let outcome = runtime.block_on(async {
         // Inside the runtime: the OTLP gRPC exporter needs one alive.
         let telemetry = match world_telemetry::init("world-core", cli.log_format.into()) {
@@ -93,6 +95,15 @@ pub fn main() -> ExitCode {
             Command::Up(args) => up::run(args).await,
             Command::Why(args) => why::run(args).await,
         };
+        // A serving core that cannot start or go on is an operator's matter: its reason is one
+        // ERROR line of the core's log (which may be JSON), not a line beside it.
+        if let Err(failed) = &outcome
+            && serving
+            && failed.code == 2
+        {
+            tracing::error!("{}", failed.message);
+            logged = true;
+        }
         // Flushing blocks on the exporter's own thread.
         let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
         outcome
@@ -100,7 +111,9 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failed) => {
-            eprintln!("world-core: {}", failed.message);
+            if !logged {
+                eprintln!("world-core: {}", failed.message);
+            }
             ExitCode::from(failed.code)
         }
     }

@@ -9,7 +9,9 @@ use tokio::signal::unix::{SignalKind, signal};
 use world_core::archive::{Archive, Interpreter};
 use world_core::capsule::{Capsule, VerifiedInterpreter};
 use world_core::limits::Limits;
-use world_core::store::{Backend, LockMode, OpenMode, ServingLock, Store, StoreLocation};
+use world_core::store::{
+    Backend, Liveness, LockMode, OpenMode, ServingLock, Store, StoreFiles, StoreLocation, WATCH_INTERVAL,
+};
 use world_core::subprocess::Slots;
 use world_core::{Core, registry};
 
@@ -47,6 +49,11 @@ pub struct ServeArgs {
     capsule_dir: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
+    /// This core's identity among the cores of one store (default `<hostname>:<listen
+    /// address>`): a core restarted with the same identity ends its dead run's claims and
+    /// leases. Two live cores of one store never share one.
+    #[arg(long, env = "WORLD_CORE_ID")]
+    core_id: Option<String>,
     /// Serve Prometheus metrics (`GET /metrics`) on this address.
     #[arg(long, env = "WORLD_METRICS_LISTEN")]
     metrics_listen: Option<SocketAddr>,
@@ -55,7 +62,8 @@ pub struct ServeArgs {
 /// Invocation limits (the reference's defaults).
 #[derive(clap::Args, Clone, Copy)]
 pub struct LimitArgs {
-    /// Seconds one invocation may take, end to end.
+    /// Seconds one invocation may take, end to end (at least 2); an effectful call's plan,
+    /// handler, finish and commit each get a share of it.
     #[arg(long, env = "WORLD_INVOCATION_TIMEOUT", default_value_t = 20)]
     invocation_timeout: u64,
     /// Interpreter subprocesses that may run at once; calls beyond are refused, not queued.
@@ -82,21 +90,40 @@ impl Default for LimitArgs {
 }
 
 impl LimitArgs {
-    fn limits(&self) -> Limits {
-        Limits {
-            invocation: std::time::Duration::from_secs(self.invocation_timeout.max(1)),
+    /// The limits these flags ask for, or why they cannot serve.
+    fn limits(&self) -> Result<Limits, Failed> {
+        let limits = Limits {
             max_input: self.max_input_bytes,
             max_output: self.max_output_bytes,
             max_subprocesses: self.max_subprocesses.max(1),
             ..Limits::default()
-        }
+        };
+        limits
+            .with_invocation(std::time::Duration::from_secs(self.invocation_timeout))
+            .map_err(|reason| Failed::refused(format!("--invocation-timeout {}: {reason}", self.invocation_timeout)))
     }
 }
 
 pub async fn run(args: ServeArgs) -> Outcome {
     let location = parse_location(&args.store)?;
+    // Refused before the store is touched.
+    args.limits.limits()?;
+    let core_id = match &args.core_id {
+        Some(id) => valid_core_id(id)?,
+        None => None,
+    };
     let store = open_store(&location, OpenMode::CreateIfMissing).await?;
-    let _serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
+    let serving_lock = ServingLock::acquire(&location, LockMode::Serve).await.map_err(Failed::fatal)?;
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.listen)))?;
+    let core_id = match core_id {
+        Some(id) => id,
+        None => default_core_id(listener.local_addr().map_err(Failed::fatal)?),
+    };
+    // Before anything writes a claim, lease or intent in this core's name.
+    let _liveness = Liveness::start(&store, &core_id).await.map_err(Failed::fatal)?;
+    tracing::info!(core = %core_id, owner = %store.owner(), "serving as this core");
     let options = CoreOptions {
         ailang_bin: args.ailang_bin.as_deref(),
         artifacts: args.artifacts.as_deref(),
@@ -107,19 +134,38 @@ pub async fn run(args: ServeArgs) -> Outcome {
         limits: args.limits,
     };
     let core = build_core(&store, &location, options).await?;
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .map_err(|e| Failed::fatal(format!("cannot listen on {}: {e}", args.listen)))?;
     // Handlers go in before the startup line, so a signal sent as soon as
     // the line is read is a graceful stop, not the default termination.
     let shutdown = shutdown_signal().map_err(Failed::fatal)?;
     if let Some(address) = args.metrics_listen {
         serve_metrics(Arc::clone(&core), address).await?;
     }
-    serve_grpc(core, listener, &location, shutdown).await?;
+    let watched = store_files(&location, &serving_lock)?;
+    serve_grpc(core, listener, &location, watched, shutdown).await?;
     store.close().await;
     tracing::info!("world-core stopped");
     Ok(())
+}
+
+/// `--core-id`, checked: printable and short, since logs and rows carry it.
+fn valid_core_id(id: &str) -> Result<Option<String>, Failed> {
+    if id.is_empty() || id.len() > 200 || id.chars().any(char::is_control) {
+        return Err(Failed::refused(format!(
+            "--core-id {id:?}: give 1 to 200 printable characters naming this core among the store's cores"
+        )));
+    }
+    Ok(Some(id.to_owned()))
+}
+
+/// `<hostname>:<listen address>`: stable across restarts of one core, distinct between the
+/// cores of one host (each listens on its own address).
+fn default_core_id(listen: SocketAddr) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    format!("{host}:{listen}")
 }
 
 /// How a core is built.
@@ -143,15 +189,16 @@ pub async fn build_core(
 ) -> Result<Arc<Core>, Failed> {
     let CoreOptions { ailang_bin, artifacts, workspace_root, tool_ailang_bin, examples_dir, capsule_dir, limits } =
         options;
+    remove_leftover_roots().await;
     recover(store).await?;
     let Some(binary) = ailang_bin else {
         if workspace_root.is_some() {
             tracing::warn!("--workspace-root has no effect without --ailang-bin: there is no coordinator");
         }
         tracing::warn!("serving without --ailang-bin: there is no coordinator; invocations answer \"not available\"");
-        return Ok(Arc::new(Core::new(store.clone(), limits.limits())));
+        return Ok(Arc::new(Core::new(store.clone(), limits.limits()?)));
     };
-    let limits = limits.limits();
+    let limits = limits.limits()?;
     let slots = Slots::new(limits.max_subprocesses);
     let interpreter = pin_interpreter(store, location, binary, artifacts, &slots).await?;
     let archive_root = Archive::for_store(location, artifacts).map_err(Failed::refused)?.root().to_path_buf();
@@ -159,9 +206,7 @@ pub async fn build_core(
         program: tool_ailang_bin.map_or_else(|| interpreter.path.clone(), Path::to_path_buf),
         examples: examples_dir.map(Path::to_path_buf),
         slots: slots.clone(),
-        // Inside the handler's own bound, so a slow tool ends as a clean timeout the output
-        // reports rather than an indeterminate effect.
-        timeout: limits.handler.saturating_sub(std::time::Duration::from_secs(2)),
+        timeout: limits.tool(),
     };
     let verified =
         VerifiedInterpreter::open(interpreter).map_err(|e| Failed::fatal(format!("startup failed at archive: {e}")))?;
@@ -181,8 +226,24 @@ pub async fn build_core(
     Ok(Arc::new(core))
 }
 
+/// Capsule and tool roots a killed core left in the temporary directory go before this core
+/// makes its own; those of cores still running stay.
+async fn remove_leftover_roots() {
+    match tokio::task::spawn_blocking(world_core::scratch::remove_leftovers).await {
+        Ok(swept) => tracing::info!(
+            removed = swept.removed,
+            failed = swept.failed,
+            "removed {} capsule and tool roots left by cores no longer running",
+            swept.removed
+        ),
+        Err(error) => tracing::warn!(%error, "the sweep of leftover capsule and tool roots did not finish"),
+    }
+}
+
 /// A SQLite store has one serving core (its serving lock is exclusive), so leases and
-/// running claims found at start are a dead core's: free them now.
+/// running claims found at start are a dead core's: free them now. On PostgreSQL other cores
+/// may be alive; a dead one's claims and leases end when they are next asked for
+/// (`store::liveness`).
 async fn recover(store: &Store) -> Result<(), Failed> {
     if store.backend() == Backend::Sqlite {
         let (leases, claims) =
@@ -249,25 +310,66 @@ pub async fn pin_interpreter(
     Ok(interpreter)
 }
 
-/// Prints the startup line and serves until `shutdown` resolves.
+/// Prints the startup line and serves until `shutdown` resolves, or until a SQLite store's file
+/// or serving lock is removed or replaced ([`StoreFiles`]): then calls in flight answer "not
+/// committed" and the core stops with the reason, a fatal failure.
 pub async fn serve_grpc(
     core: Arc<Core>,
     listener: TcpListener,
     location: &StoreLocation,
+    watched: Option<StoreFiles>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Outcome {
     let address = listener.local_addr().map_err(Failed::fatal)?;
+    let gone = core.store_gone.clone();
+    if let Some(files) = watched {
+        let gone = gone.clone();
+        tokio::spawn(async move { gone.declare(files.changed(WATCH_INTERVAL).await) });
+    }
     let router = world_core::grpc::router(core).map_err(Failed::fatal)?;
     println!("world-core listening on grpc://{address}");
     tracing::info!(%address, store = %location, "world-core serving");
     // Small request/reply frames: without TCP_NODELAY each one can wait out
     // a delayed ACK (~40 ms) on loopback.
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    router
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await
-        .map_err(|e| Failed::fatal(format!("the gRPC server failed: {e}")))
+    let stopping = async {
+        tokio::select! {
+            () = shutdown => {}
+            () = gone.wait() => {}
+        }
+    };
+    let served = router.serve_with_incoming_shutdown(incoming, stopping);
+    // Calls in flight have their answer at once when the store goes; the rest get a moment.
+    let abandoned = async {
+        gone.wait().await;
+        tokio::time::sleep(STORE_GONE_GRACE).await;
+    };
+    tokio::select! {
+        served = served => served.map_err(|e| Failed::fatal(format!("the gRPC server failed: {e}")))?,
+        () = abandoned => {}
+    }
+    match gone.reason() {
+        Some(reason) => Err(Failed::fatal(format!(
+            "stopped serving: {reason}; whatever this core committed from then on is lost with it, and calls \
+             in flight were answered as not committed. Restore the store (or point --store at the right \
+             one) and start the core again"
+        ))),
+        None => Ok(()),
+    }
 }
+
+/// The files a SQLite core serves from, as it opened them, for [`serve_grpc`] to watch.
+pub fn store_files(location: &StoreLocation, serving_lock: &ServingLock) -> Result<Option<StoreFiles>, Failed> {
+    let (Some(store), Some((lock_path, lock))) = (location.sqlite_path(), serving_lock.file()) else {
+        return Ok(None);
+    };
+    let files = StoreFiles::new(store, lock_path, lock)
+        .map_err(|e| Failed::fatal(format!("cannot watch the store {}: {e}", store.display())))?;
+    Ok(Some(files))
+}
+
+/// How long requests in flight may take to finish once the store is gone.
+const STORE_GONE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Installs SIGINT and SIGTERM handlers now; the future resolves on either.
 pub fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {

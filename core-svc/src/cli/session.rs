@@ -1,14 +1,15 @@
-//! `world-core session mint|list|revoke`: act on the store directly, beside
-//! a serving core if there is one (sessions are read fresh per request).
+//! `world-core session mint|approve|deny|list|revoke`: act on the store directly, beside
+//! a serving core if there is one (sessions are read fresh per request). `approve` and `deny`
+//! decide an MCP client's sign-in by the approval code its sign-in page shows.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use world_core::attended;
 use world_core::session::{self, now_unix};
-use world_core::store::{OpenMode, SessionRow};
+use world_core::store::{Approval, OpenMode, SessionOrigin, SessionRow};
+use world_core::{attended, oauth};
 use world_model::{Episode, Grant};
 
 use super::{Failed, Outcome, open_store, parse_location};
@@ -20,25 +21,28 @@ pub enum SessionCommand {
         /// The store: a SQLite file path or a postgres:// URL.
         #[arg(long, env = "WORLD_STORE")]
         store: String,
-        /// The episode the session acts in (budget ledger and worktree name).
-        #[arg(long)]
-        episode: String,
-        /// A grant EFFECT=SCOPE:BUDGET (repeatable; the budget follows the last ':').
-        #[arg(long = "grant", value_name = "EFFECT=SCOPE:BUDGET", required_unless_present = "preset")]
-        grants: Vec<String>,
-        /// Grants by name: `se-tools` grants every coding-tool effect (Workspace.Read,
-        /// Workspace.Write, Ailang.Check, Ailang.Run, Ailang.Discover, Ailang.CLI) at scope worktree.
-        #[arg(long, value_parser = ["se-tools"])]
-        preset: Option<String>,
-        /// Each preset grant's budget, in calls.
-        #[arg(long, default_value_t = world_model::PRESET_BUDGET, requires = "preset")]
-        budget: i64,
-        /// Seconds until the session and its grants expire.
-        #[arg(long, default_value_t = 3600)]
-        ttl: i64,
+        #[command(flatten)]
+        terms: SessionTerms,
         /// Write the credential to this new file (mode 0600) instead of stdout.
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// Approve an MCP client's sign-in by the approval code its sign-in page shows (attended:
+    /// confirm y/N at the terminal); the client receives a session of these terms.
+    Approve {
+        /// The approval code shown on the sign-in page (XXXX-XXXX).
+        code: String,
+        #[arg(long, env = "WORLD_STORE")]
+        store: String,
+        #[command(flatten)]
+        terms: SessionTerms,
+    },
+    /// Deny an MCP client's sign-in by the approval code its sign-in page shows.
+    Deny {
+        /// The approval code shown on the sign-in page (XXXX-XXXX).
+        code: String,
+        #[arg(long, env = "WORLD_STORE")]
+        store: String,
     },
     /// List sessions (never shows credentials).
     List {
@@ -63,38 +67,64 @@ pub enum SessionCommand {
     },
 }
 
+/// What a session is for: its episode, grants and lifetime (`mint` and `approve` alike).
+#[derive(clap::Args)]
+pub struct SessionTerms {
+    /// The episode the session acts in (budget ledger and worktree name).
+    #[arg(long)]
+    episode: String,
+    /// A grant EFFECT=SCOPE:BUDGET (repeatable; the budget follows the last ':').
+    #[arg(long = "grant", value_name = "EFFECT=SCOPE:BUDGET", required_unless_present = "preset")]
+    grants: Vec<String>,
+    /// Grants by name: `se-tools` grants every coding-tool effect (Workspace.Read,
+    /// Workspace.Write, Ailang.Check, Ailang.Run, Ailang.Discover, Ailang.CLI) at scope
+    /// worktree; `operator` grants Log.Read at scope world: reading every episode's calls.
+    #[arg(long, value_parser = ["se-tools", "operator"])]
+    preset: Option<String>,
+    /// Each preset grant's budget, in calls.
+    #[arg(long, default_value_t = world_model::PRESET_BUDGET, requires = "preset")]
+    budget: i64,
+    /// Seconds until the session and its grants expire.
+    #[arg(long, default_value_t = 3600)]
+    ttl: i64,
+}
+
+impl SessionTerms {
+    /// The episode and grants, checked; grants expire when the session does, stamped later.
+    fn parse(&self) -> Result<(Episode, Vec<Grant>), Failed> {
+        let episode = Episode::parse(&self.episode).map_err(|e| Failed::refused(format!("invalid --episode: {e}")))?;
+        if self.ttl < 0 {
+            return Err(Failed::refused("--ttl must be non-negative"));
+        }
+        let mut grants: Vec<Grant> = self
+            .grants
+            .iter()
+            .map(|spec| Grant::parse_cli(spec, 0))
+            .collect::<Result<_, _>>()
+            .map_err(Failed::refused)?;
+        if let Some(name) = &self.preset {
+            if self.budget < 0 {
+                return Err(Failed::refused("--budget must be non-negative"));
+            }
+            grants.extend(world_model::preset_grants(name, self.budget, 0).unwrap_or_default());
+        }
+        Ok((episode, grants))
+    }
+}
+
 pub async fn run(command: SessionCommand) -> Outcome {
     match command {
-        SessionCommand::Mint { store, episode, grants, preset, budget, ttl, out } => {
-            let preset = preset.map(|name| (name, budget));
-            mint(&store, &episode, &grants, preset, ttl, out).await
-        }
+        SessionCommand::Mint { store, terms, out } => mint(&store, &terms, out).await,
+        SessionCommand::Approve { code, store, terms } => approve(&store, &code, &terms).await,
+        SessionCommand::Deny { code, store } => deny(&store, &code).await,
         SessionCommand::List { store, episode, json } => list(&store, episode.as_deref(), json).await,
         SessionCommand::Revoke { store, credential_id, episode } => revoke(&store, credential_id, episode).await,
     }
 }
 
-async fn mint(
-    store: &str,
-    episode: &str,
-    grant_specs: &[String],
-    preset: Option<(String, i64)>,
-    ttl: i64,
-    out: Option<PathBuf>,
-) -> Outcome {
-    let episode = Episode::parse(episode).map_err(|e| Failed::refused(format!("invalid --episode: {e}")))?;
-    if ttl < 0 {
-        return Err(Failed::refused("--ttl must be non-negative"));
-    }
-    // Expiry is stamped at mint time below; parse only validates here.
-    let mut grants: Vec<Grant> =
-        grant_specs.iter().map(|spec| Grant::parse_cli(spec, 0)).collect::<Result<_, _>>().map_err(Failed::refused)?;
-    if let Some((name, budget)) = preset {
-        if budget < 0 {
-            return Err(Failed::refused("--budget must be non-negative"));
-        }
-        grants.extend(world_model::preset_grants(&name, budget, 0).unwrap_or_default());
-    }
+async fn mint(store: &str, terms: &SessionTerms, out: Option<PathBuf>) -> Outcome {
+    let (episode, grants) = terms.parse()?;
+    let ttl = terms.ttl;
     if let Some(path) = &out
         && path.exists()
     {
@@ -144,6 +174,71 @@ async fn mint(
     Ok(())
 }
 
+/// `session approve CODE`: the sign-in waiting with that approval code gets a session of
+/// `terms`, once the operator confirms at the terminal; its page then sends the browser back
+/// to the client with an authorization code.
+async fn approve(store: &str, code: &str, terms: &SessionTerms) -> Outcome {
+    let (episode, grants) = terms.parse()?;
+    let ttl = terms.ttl;
+    let location = parse_location(store)?;
+    let store = open_store(&location, OpenMode::MustExist).await?;
+    let approval = oauth::pending_approval(&store, code, now_unix()).await.map_err(decide_failed)?;
+    let prompt = format!(
+        "Approve sign-in of {} (the browser returns to {}) for episode {episode} ({} grant(s), expiry +{ttl}s) \
+         with a session credential? [y/N] ",
+        approval.client_name,
+        approval.redirect_uri,
+        grants.len()
+    );
+    let confirmed = tokio::task::spawn_blocking(move || attended::confirm_yes("session approve", &prompt))
+        .await
+        .map_err(Failed::fatal)?;
+    confirmed.map_err(Failed::refused)?;
+    let grants_json = serde_json::to_string(&grants).map_err(Failed::fatal)?;
+    let now = now_unix();
+    let decision =
+        Approval { episode: episode.as_str().to_owned(), grants_json, session_expires_at: now.saturating_add(ttl) };
+    let decided =
+        store.decide_oauth_approval(&approval.approval_id, Some(&decision), now).await.map_err(Failed::fatal)?;
+    store.close().await;
+    if !decided {
+        return Err(Failed::refused(
+            "refusing: the sign-in is no longer waiting (it expired or was decided meanwhile); nothing was approved",
+        ));
+    }
+    println!(
+        "approved sign-in of {} for episode {episode}: {} grant(s), expires epoch {}; its page now returns to the client",
+        approval.client_name,
+        grants.len(),
+        decision.session_expires_at
+    );
+    Ok(())
+}
+
+/// `session deny CODE`: the sign-in's page sends the browser back with `access_denied`.
+async fn deny(store: &str, code: &str) -> Outcome {
+    let location = parse_location(store)?;
+    let store = open_store(&location, OpenMode::MustExist).await?;
+    let now = now_unix();
+    let approval = oauth::pending_approval(&store, code, now).await.map_err(decide_failed)?;
+    let decided = store.decide_oauth_approval(&approval.approval_id, None, now).await.map_err(Failed::fatal)?;
+    store.close().await;
+    if !decided {
+        return Err(Failed::refused(
+            "refusing: the sign-in is no longer waiting (it expired or was decided meanwhile)",
+        ));
+    }
+    println!("denied sign-in of {}; its page now returns to the client with access_denied", approval.client_name);
+    Ok(())
+}
+
+fn decide_failed(error: oauth::DecideError) -> Failed {
+    match error {
+        oauth::DecideError::Store(error) => Failed::fatal(error),
+        refused => Failed::refused(format!("refusing: {refused}")),
+    }
+}
+
 /// Creates a new file readable by its owner only.
 fn write_secret(path: &std::path::Path, token: &str) -> std::io::Result<()> {
     let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
@@ -155,10 +250,12 @@ async fn list(store: &str, episode: Option<&str>, json: bool) -> Outcome {
     let location = parse_location(store)?;
     let store = open_store(&location, OpenMode::MustExist).await?;
     let rows = store.list_sessions(episode).await.map_err(Failed::fatal)?;
+    let origins = store.session_origins().await.map_err(Failed::fatal)?;
     store.close().await;
     let now = now_unix();
     if json {
-        let items: Vec<serde_json::Value> = rows.iter().map(|row| session_json(row, now)).collect();
+        let items: Vec<serde_json::Value> =
+            rows.iter().map(|row| session_json(row, origins.get(&row.credential_id), now)).collect();
         let text = serde_json::to_string_pretty(&items).map_err(Failed::fatal)?;
         println!("{text}");
         return Ok(());
@@ -167,8 +264,12 @@ async fn list(store: &str, episode: Option<&str>, json: bool) -> Outcome {
         let live = if now > row.expires_at { "expired" } else { "live" };
         let grants: Vec<String> =
             decoded_grants(row).iter().map(|g| format!("{}={}:{}", g.effect, g.scope, g.budget)).collect();
+        let minted = match origins.get(&row.credential_id) {
+            Some(origin) => format!("approved for {:?}", origin.client_name),
+            None => "minted at the terminal".to_owned(),
+        };
         println!(
-            "{}  {:<12} {:<7} expires {}  {}",
+            "{}  {:<12} {:<7} expires {}  {}  ({minted})",
             row.credential_id,
             row.episode,
             live,
@@ -186,7 +287,15 @@ fn decoded_grants(row: &SessionRow) -> Vec<Grant> {
     grants
 }
 
-fn session_json(row: &SessionRow, now: i64) -> serde_json::Value {
+fn session_json(row: &SessionRow, origin: Option<&SessionOrigin>, now: i64) -> serde_json::Value {
+    let minted = match origin {
+        Some(origin) => serde_json::json!({
+            "by": "approval",
+            "clientId": origin.client_id,
+            "clientName": origin.client_name,
+        }),
+        None => serde_json::json!({"by": "terminal"}),
+    };
     serde_json::json!({
         "credentialId": row.credential_id,
         "episode": row.episode,
@@ -194,6 +303,7 @@ fn session_json(row: &SessionRow, now: i64) -> serde_json::Value {
         "createdAt": row.created_at,
         "expiresAt": row.expires_at,
         "grants": decoded_grants(row),
+        "minted": minted,
     })
 }
 
@@ -205,12 +315,11 @@ async fn revoke(store_text: &str, credential_id: Option<String>, episode: Option
         return Err(Failed::refused(format!("credential id {id:?} is not 64 hex characters")));
     }
     let store = open_store(&location, OpenMode::MustExist).await?;
+    // A session minted under a sign-in approval takes the approval's other sessions and
+    // refresh tokens with it.
     let revoked = match (&credential_id, &episode) {
-        (Some(id), _) => {
-            let id = id.to_ascii_lowercase();
-            if store.delete_session(&id).await.map_err(Failed::fatal)? { vec![id] } else { Vec::new() }
-        }
-        (None, Some(episode)) => store.delete_episode_sessions(episode).await.map_err(Failed::fatal)?,
+        (Some(id), _) => store.revoke_session(&id.to_ascii_lowercase(), now_unix()).await.map_err(Failed::fatal)?,
+        (None, Some(episode)) => store.revoke_episode(episode, now_unix()).await.map_err(Failed::fatal)?,
         (None, None) => return Err(Failed::refused("pass a credential id or --episode")),
     };
     store.close().await;

@@ -1,9 +1,10 @@
 //! An episode's effect turn: effectful calls of one episode run one at a time.
 //!
 //! On PostgreSQL, which several cores may serve, the database decides: a lease row per
-//! episode, taken by whichever core serves the call. A SQLite store has exactly one serving
-//! core (its serving lock is an exclusive file lock the kernel drops with a dead process), so
-//! there the queue below is the whole rule and no lease row is written. Either way this
+//! episode, taken by whichever core serves the call, and taken over once it expires or its
+//! core is dead. A SQLite store has exactly one serving core (its serving lock is an
+//! exclusive file lock the kernel drops with a dead process), so there the queue below is
+//! the whole rule and no lease row is written. Either way this
 //! process queues its own callers for an episode in arrival order, so only the head of the
 //! queue polls the database and a turn is handed over as soon as it ends.
 
@@ -19,6 +20,8 @@ use crate::store::{Backend, Store, StoreError};
 /// First and longest pause between two attempts at a lease another core holds.
 const FIRST_RETRY: Duration = Duration::from_millis(2);
 const LONGEST_RETRY: Duration = Duration::from_millis(50);
+/// How often a waiting caller asks whether the lease's holder is dead (a costlier question).
+const ASK_HOLDER_EVERY: Duration = Duration::from_millis(500);
 
 #[derive(Default)]
 pub struct EpisodeTurns {
@@ -62,10 +65,15 @@ impl EpisodeTurns {
             return Ok(Turn { episode: episode.to_owned(), owner, _local: local, leased: false });
         }
         let mut pause = FIRST_RETRY;
+        let mut asked = Instant::now();
         loop {
             let now = now_unix();
             let expires = now + lease.as_secs() as i64;
-            if store.acquire_episode_lease(episode, &owner, now, expires).await? {
+            let ask_holder = asked.elapsed() >= ASK_HOLDER_EVERY;
+            if ask_holder {
+                asked = Instant::now();
+            }
+            if store.acquire_episode_lease(episode, &owner, now, expires, ask_holder).await? {
                 return Ok(Turn { episode: episode.to_owned(), owner, _local: local, leased: true });
             }
             if Instant::now() + pause >= deadline {

@@ -10,6 +10,14 @@ use super::ailang::AilangHandlers;
 use super::workspace::WorkspaceHandlers;
 use super::worktree::Worktree;
 
+/// What a handler answered. A refusal (`{"ok":false,"refused":…}`: confinement, a missing
+/// file, an op World-rs does not serve) is recorded `failed` with this output as its reason.
+#[derive(Debug)]
+pub struct Output {
+    pub bytes: Vec<u8>,
+    pub refused: bool,
+}
+
 /// Why a handler did not produce an output.
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerFailure {
@@ -63,7 +71,7 @@ impl Effects {
         effect: &str,
         scope: &str,
         payload: &[u8],
-    ) -> Result<Vec<u8>, HandlerFailure> {
+    ) -> Result<Output, HandlerFailure> {
         if AilangHandlers::EFFECTS.contains(&effect) {
             return self.ailang.handle(&bound.worktree, effect, scope, payload).await;
         }

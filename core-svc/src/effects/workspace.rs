@@ -1,15 +1,18 @@
 //! The native Workspace handlers: `Workspace.Read` (`read`) and `Workspace.Write` (`write`,
 //! `edit`), at scope `worktree`, over an episode's confined [`Worktree`].
 //!
-//! Two kinds of "no": a malformed request (not one JSON object, an unknown or case-aliased key,
-//! an op the effect does not allow, a wrong scope) is a [`HandlerFailure`] and the effect is
-//! recorded `failed`; a well-formed request the worktree refuses (confinement, a missing file,
-//! a cap, an ambiguous edit) is a successful effect answering `{"ok":false,"refused":"…"}`, so
-//! the agent reads why. Every output carries `tool` and `policy_digest` and is canonical JSON.
+//! Two kinds of "no", both recorded `failed`: a malformed request (not one JSON object, an
+//! unknown or case-aliased key, an op the effect does not allow, a wrong scope) is a
+//! [`HandlerFailure`]; a well-formed request the worktree refuses (confinement, a missing file,
+//! a cap, an ambiguous edit) answers `{"ok":false,"refused":"…"}` as a refused [`Output`], so
+//! the agent reads why. Every output carries `tool` and `policy_digest` and is canonical JSON;
+//! a read, write or edit that happened also carries `sha256`, the ref of the bytes read or
+//! written.
 
 use serde_json::{Map, Value};
 use world_model::{HashRef, canonical_value, canonicalize, go_quote};
 
+use super::handlers::Output;
 use super::worktree::{AccessError, ConfinementPolicy, Worktree};
 
 /// The only scope these handlers serve.
@@ -71,7 +74,7 @@ impl WorkspaceHandlers {
         effect: &str,
         scope: &str,
         payload: &[u8],
-    ) -> Result<Vec<u8>, HandlerFailure> {
+    ) -> Result<Output, HandlerFailure> {
         let ops: &[&str] = match effect {
             "Workspace.Read" => &["read"],
             "Workspace.Write" => &["write", "edit"],
@@ -82,6 +85,7 @@ impl WorkspaceHandlers {
         }
         let request = parse_request(effect, ops, payload, self.policy.max_payload_bytes)?;
         let answer = self.perform(worktree, &request);
+        let refused = answer.is_err();
         let mut output = match answer {
             Ok(fields) => fields,
             Err(refusal @ AccessError::Refused { .. }) => {
@@ -93,7 +97,7 @@ impl WorkspaceHandlers {
         };
         output.insert("tool".into(), Value::String(self.tool.to_string()));
         output.insert("policy_digest".into(), Value::String(self.policy.policy_digest(worktree.path()).to_string()));
-        Ok(canonical_value(&Value::Object(output)))
+        Ok(Output { bytes: canonical_value(&Value::Object(output)), refused })
     }
 
     fn perform(&self, worktree: &Worktree, request: &Request) -> Result<Map<String, Value>, AccessError> {
@@ -108,11 +112,19 @@ impl WorkspaceHandlers {
                         e.utf8_error().valid_up_to()
                     ),
                 })?;
-                object([("ok", Value::Bool(true)), ("content", Value::String(content))])
+                object([
+                    ("ok", Value::Bool(true)),
+                    ("sha256", sha256(content.as_bytes())),
+                    ("content", Value::String(content)),
+                ])
             }
             Request::Write { path, content } => {
                 worktree.write(path, content.as_bytes(), policy)?;
-                object([("ok", Value::Bool(true)), ("bytes", Value::from(content.len()))])
+                object([
+                    ("ok", Value::Bool(true)),
+                    ("bytes", Value::from(content.len())),
+                    ("sha256", sha256(content.as_bytes())),
+                ])
             }
             Request::Edit { path, old_text, new_text } => {
                 let bytes = worktree.read_for_edit(path, policy)?;
@@ -128,10 +140,19 @@ impl WorkspaceHandlers {
                 // Episode effects run one at a time, so nothing of this episode changes the file
                 // between this read and the write.
                 worktree.write(path, edited.as_bytes(), policy)?;
-                object([("ok", Value::Bool(true)), ("bytes", Value::from(edited.len()))])
+                object([
+                    ("ok", Value::Bool(true)),
+                    ("bytes", Value::from(edited.len())),
+                    ("sha256", sha256(edited.as_bytes())),
+                ])
             }
         })
     }
+}
+
+/// `sha256:<hex>` of file bytes, the key a record is tied to the version it read or wrote by.
+pub fn sha256(bytes: &[u8]) -> Value {
+    Value::String(HashRef::of(bytes).to_string())
 }
 
 fn object<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
@@ -257,9 +278,12 @@ mod tests {
 
     impl Fixture {
         fn call(&self, effect: &str, payload: Value) -> Result<Value, HandlerFailure> {
-            let bytes = self.handlers.handle(&self.worktree, effect, "worktree", payload.to_string().as_bytes())?;
+            let output = self.handlers.handle(&self.worktree, effect, "worktree", payload.to_string().as_bytes())?;
+            let bytes = output.bytes;
             assert_eq!(bytes, canonical_value(&serde_json::from_slice(&bytes).unwrap()), "output is canonical");
-            Ok(serde_json::from_slice(&bytes).unwrap())
+            let value: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(output.refused, value["ok"] == json!(false), "a refusal is flagged: {value}");
+            Ok(value)
         }
 
         fn read(&self, path: &str) -> Value {
@@ -338,12 +362,14 @@ mod tests {
         let bytes = f
             .handlers
             .handle(&f.worktree, "Workspace.Read", "worktree", br#"{"path":"notes.txt","op":"read"}"#)
-            .unwrap();
+            .unwrap()
+            .bytes;
         let digest = f.handlers.policy().policy_digest(&f.dir);
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
             format!(
-                r#"{{"content":"alpha\nbeta\n","ok":true,"policy_digest":"{digest}","tool":"{}"}}"#,
+                r#"{{"content":"alpha\nbeta\n","ok":true,"policy_digest":"{digest}","sha256":"{}","tool":"{}"}}"#,
+                HashRef::of(b"alpha\nbeta\n"),
                 HashRef::of(b"world-core")
             )
         );
@@ -351,7 +377,7 @@ mod tests {
 
     #[test]
     fn write_creates_or_replaces_a_file_in_an_existing_directory() {
-        let f = fixture();
+        let f = fixture_with(ConfinementPolicy { create_parent_dirs: false, ..ConfinementPolicy::default() });
         std::fs::create_dir(f.dir.join("src")).unwrap();
         let before = f.snapshot();
         let refusal = refused(&f.write("src/new/mod.ail", "module x\n"));
@@ -364,6 +390,7 @@ mod tests {
         let output = f.write("src/mod.ail", "module x\n");
         assert_eq!(output["ok"], json!(true));
         assert_eq!(output["bytes"], json!(9));
+        assert_eq!(output["sha256"], json!(HashRef::of(b"module x\n").to_string()));
         assert_eq!(std::fs::read_to_string(f.dir.join("src/mod.ail")).unwrap(), "module x\n");
         assert_eq!(f.write("notes.txt", "")["ok"], json!(true));
         assert_eq!(std::fs::read_to_string(f.dir.join("notes.txt")).unwrap(), "");
@@ -371,8 +398,8 @@ mod tests {
     }
 
     #[test]
-    fn a_policy_may_let_writes_create_missing_directories() {
-        let f = fixture_with(ConfinementPolicy { create_parent_dirs: true, ..ConfinementPolicy::default() });
+    fn writes_create_missing_directories_by_default() {
+        let f = fixture();
         let output = f.write("src/new/mod.ail", "module x\n");
         assert_eq!(output["ok"], json!(true));
         assert_eq!(output["bytes"], json!(9));
@@ -391,6 +418,7 @@ mod tests {
         let output = f.edit("notes.txt", "beta", "gamma");
         assert_eq!(output["ok"], json!(true), "{output}");
         assert_eq!(std::fs::read_to_string(f.dir.join("notes.txt")).unwrap(), "alpha\ngamma\n");
+        assert_eq!(output["sha256"], json!(HashRef::of(b"alpha\ngamma\n").to_string()));
         assert_ne!(std::fs::metadata(f.dir.join("notes.txt")).unwrap().ino(), inode, "replaced by rename");
         let names: Vec<_> = std::fs::read_dir(&f.dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["notes.txt"], "no temporary file left");

@@ -14,9 +14,10 @@
 //!   `.GIT/config` and `sub/.git/x` are both denied). Writes are denied under every entry; reads
 //!   only under `.git` (its config can hold credentials; the other entries are plain text an agent
 //!   may well need to read).
-//! * A write creates no directory unless the policy says so (`create_parent_dirs`, off by
-//!   default: the operator shapes the worktree); when on, missing parents are made one segment
-//!   at a time, each beneath the worktree without following a symlink.
+//! * A write creates the missing directories above its file (`create_parent_dirs`, on by
+//!   default, since an agent lays out modules as `tools/x.ail`), one segment at a time, each
+//!   made relative to its parent's descriptor beneath the worktree without following a
+//!   symlink, and never under a deny-listed segment (the whole path is checked first).
 //! * Only regular files with exactly one link are read or replaced: FIFOs, sockets, devices and
 //!   directories are refused, and so are hard links (one to an outside file passes
 //!   `RESOLVE_BENEATH`).
@@ -69,12 +70,7 @@ pub struct ConfinementPolicy {
 
 impl Default for ConfinementPolicy {
     fn default() -> Self {
-        Self {
-            max_read_bytes: 1 << 20,
-            max_write_bytes: 1 << 20,
-            max_payload_bytes: 8 << 20,
-            create_parent_dirs: false,
-        }
+        Self { max_read_bytes: 1 << 20, max_write_bytes: 1 << 20, max_payload_bytes: 8 << 20, create_parent_dirs: true }
     }
 }
 
@@ -872,7 +868,7 @@ mod tests {
                 r#""deny":{"match":"any path segment, case-folded, trailing dots and spaces ignored","#,
                 r#""read":[".git/**"],"#,
                 r#""write":[".ailang/**",".claude/**",".git/**",".github/**",".gitattributes",".gitmodules"]},"#,
-                r#""limits":{"create_parent_dirs":false,"file_types":["regular"],"hard_links":1,"path_bytes":4096,"#,
+                r#""limits":{"create_parent_dirs":true,"file_types":["regular"],"hard_links":1,"path_bytes":4096,"#,
                 r#""payload_bytes":8388608,"#,
                 r#""resolve":["beneath","no_magiclinks","no_xdev"],"#,
                 r#""symlinks":{"read":"followed while they stay beneath the root","write":"never followed"},"#,
@@ -885,8 +881,8 @@ mod tests {
         assert_ne!(policy.policy_digest(root), policy.policy_digest(Path::new("/srv/ws/ep2")));
         let smaller = ConfinementPolicy { max_write_bytes: 10, ..ConfinementPolicy::default() };
         assert_ne!(policy.policy_digest(root), smaller.policy_digest(root));
-        let creating = ConfinementPolicy { create_parent_dirs: true, ..ConfinementPolicy::default() };
-        assert_ne!(policy.policy_digest(root), creating.policy_digest(root));
+        let flat = ConfinementPolicy { create_parent_dirs: false, ..ConfinementPolicy::default() };
+        assert_ne!(policy.policy_digest(root), flat.policy_digest(root));
     }
 
     #[test]
@@ -916,14 +912,14 @@ mod tests {
         let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["a.txt"]);
 
-        let error = worktree.write("new/deep/b.txt", b"b", &ConfinementPolicy::default()).unwrap_err();
+        let flat = ConfinementPolicy { create_parent_dirs: false, ..ConfinementPolicy::default() };
+        let error = worktree.write("new/deep/b.txt", b"b", &flat).unwrap_err();
         assert_eq!(
             error.to_string(),
             "path \"new/deep/b.txt\" refused: directory \"new\" does not exist; writes create no directories"
         );
         assert!(!dir.join("new").exists());
-        let creating = ConfinementPolicy { create_parent_dirs: true, ..ConfinementPolicy::default() };
-        worktree.write("new/deep/b.txt", b"b", &creating).unwrap();
+        worktree.write("new/deep/b.txt", b"b", &ConfinementPolicy::default()).unwrap();
         let created = std::fs::metadata(dir.join("new/deep/b.txt")).unwrap();
         assert_eq!(created.permissions().mode() & 0o777, 0o644);
         assert_eq!(std::fs::metadata(dir.join("new/deep")).unwrap().permissions().mode() & 0o777, 0o755);

@@ -9,7 +9,7 @@ use world_proto::v1 as pb;
 use world_proto::v1::invocation_server::Invocation;
 use world_proto::v1::invoke_reply::Outcome;
 
-use super::{authorization, convert};
+use super::{authorization, convert, unless_store_gone};
 use crate::Core;
 use crate::invoke::{Call, Invoked};
 use crate::session::SessionBinding;
@@ -34,7 +34,9 @@ impl InvocationService {
             .ok_or_else(|| Failure::new(FailureCode::InvalidParams, "surface must be a2a or mcp"))?;
         let transition_id = self.admitted_transition(&session, surface, &message).await?;
         let Some(coordinator) = &self.core.coordinator else {
-            tracing::error!(
+            // The operator chose this at start (and was warned then); each call is the caller's.
+            tracing::info!(
+                code = FailureCode::Unavailable.as_str(),
                 "{surface} refusal: invoke -: \"this core serves without --ailang-bin: there is no coordinator\""
             );
             return Err(Failure::of(FailureCode::Unavailable));
@@ -45,7 +47,11 @@ impl InvocationService {
             return Err(match surface {
                 Surface::A2a => Failure::of(FailureCode::InvalidParams),
                 Surface::Mcp => {
-                    tracing::info!("mcp refusal: tools/call -: {:?}", "tools/call arguments are not a JSON object");
+                    tracing::info!(
+                        code = FailureCode::BadRequest.as_str(),
+                        "mcp refusal: tools/call -: {:?}",
+                        "tools/call arguments are not a JSON object"
+                    );
                     Failure::new(FailureCode::BadRequest, "arguments are not an object")
                 }
             });
@@ -164,7 +170,10 @@ impl Invocation for InvocationService {
     }
 
     async fn invoke(&self, request: Request<pb::InvokeRequest>) -> Result<Response<pb::InvokeReply>, Status> {
-        let outcome = match self.invoke_call(request).await {
+        // The coordinator's own task runs on if the store goes; its answer is not committed.
+        let invoked =
+            unless_store_gone(&self.core, self.invoke_call(request), || Failure::of(FailureCode::NotCommitted)).await;
+        let outcome = match invoked {
             Ok(invoked) => Outcome::Invoked(invoked),
             Err(failure) => Outcome::Failure(convert::failure(failure)),
         };

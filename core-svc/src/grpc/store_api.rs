@@ -1,5 +1,6 @@
 //! `world.v1.Store`: reads and the compare-and-append commit, each gated by a
-//! live session (any episode) except Health.
+//! live session (any episode) except Health. The log and its objects are read as the
+//! session's reader (`store::Reader`): its own episode, or every one with `Log.Read`.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -9,9 +10,9 @@ use world_model::{Failure, FailureCode};
 use world_proto::v1 as pb;
 use world_proto::v1::store_server::Store as StoreApi;
 
-use super::authorization;
 use super::convert::{self, parse_optional_ref, parse_ref};
-use crate::store::{Commit, Receipt, StoreError};
+use super::{authorization, unless_store_gone};
+use crate::store::{Commit, Reader, Receipt, StoreError};
 use crate::{Core, calls};
 
 pub struct StoreService {
@@ -23,13 +24,20 @@ impl StoreService {
         Self { core }
     }
 
-    /// Resolves the caller's session, then runs `read` under the read deadline.
-    async fn gated<T, R, F>(&self, request: &Request<T>, what: &str, read: F) -> Result<R, Failure>
+    /// Resolves the caller's session, then runs `read` as the session's reader under the read
+    /// deadline.
+    async fn gated<T, R, F>(
+        &self,
+        request: &Request<T>,
+        what: &str,
+        read: impl FnOnce(Reader) -> F,
+    ) -> Result<R, Failure>
     where
         F: Future<Output = Result<R, Failure>>,
     {
-        self.core.resolve_session(authorization(request), what).await?;
-        match tokio::time::timeout(self.core.limits.read, read).await {
+        let session = self.core.resolve_session(authorization(request), what).await?;
+        let reader = session.reader(crate::session::now_unix());
+        match tokio::time::timeout(self.core.limits.read, read(reader)).await {
             Ok(result) => result,
             Err(_) => Err(Failure::of(FailureCode::Timeout)),
         }
@@ -54,7 +62,7 @@ impl StoreApi for StoreService {
         use pb::head_reply::Outcome;
         let store = &self.core.store;
         let outcome = self
-            .gated(&request, "head", async {
+            .gated(&request, "head", |_| async {
                 store
                     .selected_head()
                     .await
@@ -73,7 +81,7 @@ impl StoreApi for StoreService {
         use pb::get_world_reply::Outcome;
         let store = &self.core.store;
         let outcome = self
-            .gated(&request, "world", async {
+            .gated(&request, "world", |_| async {
                 let reference = parse_ref("world ref", &request.get_ref().r#ref)?;
                 store
                     .world(&reference)
@@ -92,11 +100,13 @@ impl StoreApi for StoreService {
     async fn get_object(&self, request: Request<pb::GetObjectRequest>) -> Result<Response<pb::GetObjectReply>, Status> {
         use pb::get_object_reply::Outcome;
         let store = &self.core.store;
+        let message = request.get_ref();
         let outcome = self
-            .gated(&request, "object", async {
-                let hash = parse_ref("object ref", &request.get_ref().r#ref)?;
+            .gated(&request, "object", |reader| async move {
+                let hash = parse_ref("object ref", &message.r#ref)?;
                 store
-                    .get_object(&hash, request.get_ref().with_payload)
+                    .reads(&reader)
+                    .object(&hash, message.with_payload)
                     .await
                     .map_err(read_failure("object"))?
                     .ok_or_else(|| not_found("object not found"))
@@ -115,14 +125,15 @@ impl StoreApi for StoreService {
     ) -> Result<Response<pb::ObjectsBySemanticIdReply>, Status> {
         use pb::objects_by_semantic_id_reply::Outcome;
         let store = &self.core.store;
+        let message = request.get_ref();
         let outcome = self
-            .gated(&request, "objects by semantic id", async {
-                let message = request.get_ref();
+            .gated(&request, "objects by semantic id", |reader| async move {
                 if message.semantic_id.is_empty() {
                     return Err(Failure::new(FailureCode::BadRequest, "semantic id is empty"));
                 }
                 let after = parse_optional_ref("after", &message.after)?;
                 store
+                    .reads(&reader)
                     .objects_by_semantic_id(&message.semantic_id, after.as_ref(), message.limit)
                     .await
                     .map_err(read_failure("objects by semantic id"))
@@ -141,10 +152,12 @@ impl StoreApi for StoreService {
     ) -> Result<Response<pb::ObjectEntryReply>, Status> {
         use pb::object_entry_reply::Outcome;
         let store = &self.core.store;
+        let message = request.get_ref();
         let outcome = self
-            .gated(&request, "object entry", async {
-                let hash = parse_ref("object ref", &request.get_ref().r#ref)?;
+            .gated(&request, "object entry", |reader| async move {
+                let hash = parse_ref("object ref", &message.r#ref)?;
                 store
+                    .reads(&reader)
                     .entry_of_object(&hash)
                     .await
                     .map_err(read_failure("object entry"))?
@@ -164,13 +177,15 @@ impl StoreApi for StoreService {
     ) -> Result<Response<pb::GetLogEntryReply>, Status> {
         use pb::get_log_entry_reply::Outcome;
         let store = &self.core.store;
+        let message = request.get_ref();
         let outcome = self
-            .gated(&request, "log entry", async {
-                let index = request.get_ref().index;
+            .gated(&request, "log entry", |reader| async move {
+                let index = message.index;
                 if index < 0 {
                     return Err(Failure::new(FailureCode::BadRequest, "log index must be a non-negative integer"));
                 }
                 store
+                    .reads(&reader)
                     .log_entry(index)
                     .await
                     .map_err(read_failure("log entry"))?
@@ -187,13 +202,13 @@ impl StoreApi for StoreService {
     async fn log_page(&self, request: Request<pb::LogPageRequest>) -> Result<Response<pb::LogPageReply>, Status> {
         use pb::log_page_reply::Outcome;
         let store = &self.core.store;
+        let message = request.get_ref();
         let outcome = self
-            .gated(&request, "log page", async {
-                let message = request.get_ref();
+            .gated(&request, "log page", |reader| async move {
                 if message.from < 0 {
                     return Err(Failure::new(FailureCode::BadRequest, "from must be a non-negative integer"));
                 }
-                store.log_page(message.from, message.limit).await.map_err(read_failure("log page"))
+                store.reads(&reader).log_page(message.from, message.limit).await.map_err(read_failure("log page"))
             })
             .await;
         let outcome = match outcome {
@@ -210,7 +225,7 @@ impl StoreApi for StoreService {
         use pb::registry_head_reply::Outcome;
         let store = &self.core.store;
         let outcome = self
-            .gated(&request, "registry head", async {
+            .gated(&request, "registry head", |_| async {
                 let name = &request.get_ref().name;
                 if name.is_empty() {
                     return Err(Failure::new(FailureCode::BadRequest, "registry name is empty"));
@@ -233,7 +248,7 @@ impl StoreApi for StoreService {
         use pb::receipt_reply::Outcome;
         let store = &self.core.store;
         let outcome = self
-            .gated(&request, "receipt", async {
+            .gated(&request, "receipt", |_| async {
                 let id = &request.get_ref().invocation_id;
                 if !is_rest_id(id) {
                     return Err(Failure::new(FailureCode::BadRequest, "receipt id must be rest:<id>"));
@@ -257,8 +272,8 @@ impl StoreApi for StoreService {
 
     async fn commit(&self, request: Request<pb::CommitRequest>) -> Result<Response<pb::CommitReply>, Status> {
         use pb::commit_reply::Outcome;
-        let outcome = async {
-            self.core.resolve_session(authorization(&request), "commit").await?;
+        let commit = async {
+            let session = self.core.resolve_session(authorization(&request), "commit").await?;
             let message = request.get_ref();
             let (observed_head, next_world, entry, objects) = convert::commit_parts(message)?;
             let invocation_id = match message.invocation_id.as_str() {
@@ -268,6 +283,8 @@ impl StoreApi for StoreService {
             };
             let commit = Commit {
                 invocation_id,
+                // What a session commits is its episode's to read.
+                episode: Some(session.episode),
                 observed_head,
                 objects,
                 next_world,
@@ -281,9 +298,11 @@ impl StoreApi for StoreService {
                 .await
                 .map(|committed| committed.selected_head)
                 .map_err(|error| crate::invoke::refusal::rest_store_failure(error, "commit"))
-        }
-        .await;
-        let outcome = match outcome {
+        };
+        let not_committed = || {
+            Failure::new(FailureCode::NotCommitted, "the store was removed or replaced under this core: not committed")
+        };
+        let outcome = match unless_store_gone(&self.core, commit, not_committed).await {
             Ok(head) => Outcome::SelectedHead(head.to_string()),
             Err(failure) => Outcome::Failure(convert::failure(failure)),
         };
@@ -309,6 +328,7 @@ impl StoreApi for StoreService {
                 })
                 .collect();
             Ok(pb::SessionView {
+                reads_every_episode: session.reader(crate::session::now_unix()) == Reader::Everything,
                 episode: session.episode.as_str().to_owned(),
                 expires_at: session.expires_at,
                 created_at: session.created_at,
@@ -328,14 +348,15 @@ impl StoreApi for StoreService {
         let outcome = async {
             let session = self.core.resolve_session(authorization(&request), "calls").await?;
             let message = request.get_ref();
-            let store = &self.core.store;
+            let reader = session.reader(crate::session::now_unix());
+            let reads = self.core.store.reads(&reader);
             if !message.find.is_empty() {
-                let found = self.read(calls::find(store, session.episode.as_str(), &message.find), "calls").await?;
+                let found = self.read(calls::find(&reads, session.episode.as_str(), &message.find), "calls").await?;
                 return Ok(pb::CallPage { items: found.into_iter().map(call).collect(), next: 0 });
             }
             let filter = calls::Filter { episode: message.episode.clone(), transition: message.transition.clone() };
             let before = (message.before > 0).then_some(message.before);
-            let (items, next) = self.read(calls::page(store, before, message.limit, &filter), "calls").await?;
+            let (items, next) = self.read(calls::page(&reads, before, message.limit, &filter), "calls").await?;
             Ok(pb::CallPage { items: items.into_iter().map(call).collect(), next: next.unwrap_or(0) })
         }
         .await;

@@ -43,6 +43,7 @@ pub fn planner(
 ) -> Planner {
     let by = surface.written_by();
     let id = id.to_owned();
+    let committer = episode.clone();
     let episode = episode.as_str().to_owned();
     let skill = descriptor.id.as_str().to_owned();
     let (transition_fn, interpreter, epoch) =
@@ -107,6 +108,7 @@ pub fn planner(
         objects.push(record);
         Commit {
             invocation_id: Some(id),
+            episode: Some(committer),
             observed_head: Some(w.reference),
             objects,
             next_world,

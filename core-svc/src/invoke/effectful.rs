@@ -6,7 +6,7 @@
 //! the caller's deadline, and any failure there is EffectsUnrecorded naming the records:
 //! the effect happened and is recorded, the call is not committed, nothing is retried.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use world_model::{
     AdmittedPlan, EffectResult, Failure, FailureCode, HashRef, admit_finish, admit_plan, compose_output, finish_input,
@@ -93,9 +93,10 @@ impl Coordinator {
         let mut record_objects = Vec::with_capacity(plan.effects.len());
         let mut pending = Vec::with_capacity(plan.effects.len());
         for planned in &plan.effects {
-            // The handler leaves 6 s of the call for what follows it, and at most its own bound.
+            // The handler leaves the call's tail its share (`Limits::after_handler`), and runs
+            // at most its own bound.
             let left = running.deadline.saturating_duration_since(Instant::now());
-            let handler_timeout = self.limits.handler.min(left.saturating_sub(Duration::from_secs(6)));
+            let handler_timeout = self.limits.handler.min(left.saturating_sub(self.limits.after_handler()));
             if handler_timeout.is_zero() {
                 // Too late to run an effect and still record it: refuse before the intent.
                 return Err(Refusal::because(FailureCode::Deadline, "no time left for the effect's handler"));
@@ -105,6 +106,7 @@ impl Coordinator {
                 effects,
                 bound: &bound,
                 episode: session.episode.as_str(),
+                grants: &session.grants,
                 call_id: running.id,
                 effect: planned,
                 now,
@@ -121,6 +123,7 @@ impl Coordinator {
                         status: done.status,
                         record: done.record.hash,
                         output: done.output,
+                        denial: done.denial,
                     });
                     record_objects.push(done.record);
                     pending.extend(done.pending);

@@ -36,7 +36,7 @@ use crate::effects::handlers::Effects;
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::registry::RegistryReader;
-use crate::session::{SessionBinding, now_unix, random_bytes};
+use crate::session::{SessionBinding, now_unix};
 use crate::store::{Claim, Store, StoreError};
 
 /// One call as it reaches the coordinator.
@@ -65,7 +65,7 @@ pub struct Coordinator {
     store: Store,
     runner: Arc<dyn Runner>,
     limits: Limits,
-    /// Names this process in claim rows.
+    /// Names this process in claim rows (`<core>/<incarnation>`).
     owner: String,
     metrics: Arc<Metrics>,
     schemas: validate::Schemas,
@@ -91,7 +91,7 @@ struct Running<'a> {
 
 impl Coordinator {
     pub fn new(store: Store, runner: Arc<dyn Runner>, limits: Limits, metrics: Arc<Metrics>) -> Self {
-        let owner = format!("core-{}-{}", std::process::id(), hex::encode(&random_bytes()[..4]));
+        let owner = store.owner().to_owned();
         Self {
             store,
             runner,
@@ -150,9 +150,10 @@ impl Coordinator {
                             Surface::Mcp => "tools/call",
                         };
                         let id = id.as_deref().unwrap_or("-");
-                        tracing::error!(
-                            code = refusal.failure.code.as_str(),
-                            "{surface} refusal: {method} {id}: {cause:?}"
+                        refusal::log_refusal(
+                            refusal.failure.code,
+                            format_args!("{surface} refusal: {method} {id}"),
+                            &cause,
                         );
                     }
                     refusal.failure
@@ -225,11 +226,12 @@ impl Coordinator {
             // committed for this very call.
             let digest = call_digest(&descriptor, &HashRef::of(&input), pin.as_ref());
             let now = now_unix();
-            let stale = now.saturating_sub(self.limits.stale_claim.as_secs() as i64);
+            // Held no longer than the episode lease the call may take: it ends with it.
+            let expires = now + self.limits.episode_lease().as_secs() as i64;
             let claim_started = Instant::now();
             let claim = self
                 .store
-                .claim_invocation(&id, &digest, &self.owner, now, stale)
+                .claim_invocation(&id, &digest, &self.owner, now, expires)
                 .instrument(tracing::info_span!("reconcile"))
                 .await;
             self.metrics.store_operation("claim", claim_started.elapsed());

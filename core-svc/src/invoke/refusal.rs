@@ -1,7 +1,7 @@
 //! The one place an internal error becomes a [`Failure`]: what the caller sees, plus the
 //! cause the core logs once (callers never see it).
 
-use world_model::{Failure, FailureCode, SessionDenial};
+use world_model::{Concern, Failure, FailureCode, SessionDenial, quote_for_log};
 
 use crate::capsule::CapsuleError;
 use crate::session::ResolveError;
@@ -55,6 +55,19 @@ impl From<CapsuleError> for Refusal {
             error @ CapsuleError::Integrity { .. } => Refusal::because(FailureCode::Unavailable, error),
             error => Refusal::because(FailureCode::ExecutionFailed, error),
         }
+    }
+}
+
+/// The operator line for a refused call (the reference's `<surface> refusal: <method> <id>:
+/// "<cause>"`), at the level its failure's [`Concern`] sets and with its code as the class:
+/// a refused request is INFO, never an ERROR that would page an operator. The cause may hold
+/// the caller's own text, so it is quoted and cut.
+pub fn log_refusal(code: FailureCode, what: std::fmt::Arguments<'_>, cause: &str) {
+    let (class, cause) = (code.as_str(), quote_for_log(cause));
+    match code.concern() {
+        Concern::Service => tracing::error!(code = class, "{what}: {cause}"),
+        Concern::Operator => tracing::warn!(code = class, "{what}: {cause}"),
+        Concern::Caller => tracing::info!(code = class, "{what}: {cause}"),
     }
 }
 

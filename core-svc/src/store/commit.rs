@@ -97,6 +97,11 @@ struct Accepted {
 }
 
 impl Accepted {
+    /// The episode its entry and objects are written for.
+    fn episode(&self) -> &str {
+        self.commit.episode.as_ref().map_or(super::reads::NO_EPISODE, |episode| episode.as_str())
+    }
+
     fn committed(&self) -> Committed {
         Committed { selected_head: self.commit.next_world.reference, replayed: self.replayed }
     }
@@ -260,7 +265,7 @@ impl Store {
         }
         let commits: Vec<&Accepted> = accepted.iter().map(|(_, commit)| commit).filter(|c| !c.replayed).collect();
         let staged: Vec<&StagedIntent> = intents.iter().map(|(_, staged)| staged).collect();
-        let written = tx.write(batch_writes(&commits, &staged)).await;
+        let written = tx.write(batch_writes(&commits, &staged, self.owner())).await;
         let committed = match written {
             Ok(()) => tx.commit().await.map_err(|e| e.to_string()),
             Err(error) => {
@@ -453,16 +458,17 @@ async fn check(
     Ok(Accepted { commit, replayed: false, journal_rows, claimed })
 }
 
-/// The writes of a batch's accepted commits (in order) and staged intents: one statement
-/// per table, one script for all of them (empty when there is nothing to write).
-fn batch_writes(commits: &[&Accepted], intents: &[&StagedIntent]) -> Script {
+/// The writes of a batch's accepted commits (in order) and staged intents (this process's,
+/// written as `core`): one statement per table, one script for all of them (empty when
+/// there is nothing to write).
+fn batch_writes(commits: &[&Accepted], intents: &[&StagedIntent], core: &str) -> Script {
     let mut script = Script::new();
-    write_intents(&mut script, intents);
+    write_intents(&mut script, intents, core);
     let Some(last) = commits.last() else { return script };
-    let entries: Vec<_> = commits.iter().map(|accepted| &accepted.commit.entry).collect();
+    let entries: Vec<_> = commits.iter().map(|accepted| (&accepted.commit.entry, accepted.episode())).collect();
     let insert = "INSERT INTO log_entries (entry_index, entry_hash, semantics_epoch, transition_fn, interpreter, \
-                  prev_entry_hash, written_by, transition_ref)";
-    script.insert_rows(insert, 8, "", &entries, |script, entry| {
+                  prev_entry_hash, written_by, transition_ref, episode)";
+    script.insert_rows(insert, 9, "", &entries, |script, (entry, episode)| {
         script
             .bind(entry.entry_index)
             .bind(entry.entry_hash.to_string())
@@ -471,7 +477,8 @@ fn batch_writes(commits: &[&Accepted], intents: &[&StagedIntent]) -> Script {
             .bind(entry.interpreter.to_string())
             .bind(entry.prev_entry_hash.to_string())
             .bind(entry.written_by.as_str())
-            .bind(entry.transition_ref.to_string());
+            .bind(entry.transition_ref.to_string())
+            .bind(*episode);
     });
 
     let mut objects = Vec::new();
@@ -480,7 +487,7 @@ fn batch_writes(commits: &[&Accepted], intents: &[&StagedIntent]) -> Script {
         let outcomes = accepted.commit.effect_outcomes.iter().map(|(_, object)| object);
         for object in accepted.commit.objects.iter().chain(journal).chain(outcomes) {
             // Verified when the commit was validated; journal objects are hashed as they are made.
-            objects.push((object, object.payload.as_deref().unwrap_or_default()));
+            objects.push((object, object.payload.as_deref().unwrap_or_default(), accepted.episode()));
         }
     }
     insert_objects(&mut script, &objects);

@@ -85,6 +85,9 @@ impl Store {
         for (i, object) in objects.iter().copied().chain([outcome]).enumerate() {
             object.verify(&format!("objects[{i}]"))?;
         }
+        let (episode, _) = world_model::effect::parse_invocation_id(effect_id)
+            .map_err(|e| StoreError::invalid("invocationId", e.to_string()))?;
+        let episode = episode.to_owned();
         let (store, effect_id) = (self.clone(), effect_id.to_owned());
         let objects: Vec<StoredObject> = objects.iter().map(|o| (*o).clone()).collect();
         let outcome = outcome.clone();
@@ -97,8 +100,11 @@ impl Store {
             if kinds.iter().any(|k| k == "outcome") {
                 return Err(StoreError::DuplicateInvocation { invocation_id: effect_id, kind: "outcome" });
             }
-            let verified: Vec<(&StoredObject, &[u8])> =
-                objects.iter().chain([&outcome]).map(|o| (o, o.payload.as_deref().unwrap_or_default())).collect();
+            let verified: Vec<(&StoredObject, &[u8], &str)> = objects
+                .iter()
+                .chain([&outcome])
+                .map(|o| (o, o.payload.as_deref().unwrap_or_default(), episode.as_str()))
+                .collect();
             let mut script = Script::new();
             insert_objects(&mut script, &verified);
             journal::append_rows(&mut script, &[(effect_id.as_str(), "outcome", &outcome)]);
@@ -120,11 +126,11 @@ impl Store {
         }
     }
 
-    /// Stores objects outside any commit (a denial's record), each verified first.
-    pub async fn put_objects(&self, objects: &[&StoredObject]) -> Result<(), StoreError> {
+    /// Stores objects of `episode` outside any commit (a denial's record), each verified first.
+    pub async fn put_objects(&self, episode: &str, objects: &[&StoredObject]) -> Result<(), StoreError> {
         let mut verified = Vec::with_capacity(objects.len());
         for (i, object) in objects.iter().copied().enumerate() {
-            verified.push((object, object.verify(&format!("objects[{i}]"))?));
+            verified.push((object, object.verify(&format!("objects[{i}]"))?, episode));
         }
         let mut script = Script::new();
         insert_objects(&mut script, &verified);
@@ -139,6 +145,22 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?
             .is_some())
+    }
+
+    /// The process (`<core>/<incarnation>`) that wrote the effect intent `effect_id`; empty
+    /// for intents written before stores recorded it, `None` for no such intent.
+    pub async fn effect_intent_writer(&self, effect_id: &str) -> Result<Option<String>, StoreError> {
+        let Some((episode, ordinal)) = effect_id.strip_prefix(EFFECT_NAMESPACE).and_then(|id| id.rsplit_once(':'))
+        else {
+            return Ok(None);
+        };
+        let Ok(ordinal) = ordinal.parse::<i64>() else { return Ok(None) };
+        let row = sqlx::query("SELECT core FROM effect_intents WHERE episode = $1 AND ordinal = $2")
+            .bind(episode)
+            .bind(ordinal)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|row| row.try_get("core")).transpose()?)
     }
 
     /// Intents without an outcome, oldest first, after journal sequence `after`.
@@ -200,24 +222,24 @@ pub(super) async fn stage_intent(
     Ok(StagedIntent { ordinal, intent, episode, call_id, requirement, request })
 }
 
-/// The writes of staged intents: request and intent objects, journal rows, intent rows and
-/// the episodes' spend.
-pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent]) {
+/// The writes of staged intents: request and intent objects, journal rows, intent rows (each
+/// naming `core`, the process that writes them) and the episodes' spend.
+pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent], core: &str) {
     if staged.is_empty() {
         return;
     }
-    let objects: Vec<(&StoredObject, &[u8])> = staged
+    let objects: Vec<(&StoredObject, &[u8], &str)> = staged
         .iter()
-        .flat_map(|s| [&s.request, &s.intent])
-        .map(|object| (object, object.payload.as_deref().unwrap_or_default()))
+        .flat_map(|s| [(&s.request, s.episode.as_str()), (&s.intent, s.episode.as_str())])
+        .map(|(object, episode)| (object, object.payload.as_deref().unwrap_or_default(), episode))
         .collect();
     insert_objects(script, &objects);
     let ids: Vec<String> = staged.iter().map(|s| format!("{EFFECT_NAMESPACE}{}:{}", s.episode, s.ordinal)).collect();
     let rows: Vec<(&str, &str, &StoredObject)> =
         staged.iter().zip(&ids).map(|(s, id)| (id.as_str(), "intent", &s.intent)).collect();
     journal::append_rows(script, &rows);
-    let insert = "INSERT INTO effect_intents (episode, ordinal, call_id, effect, scope, cost)";
-    script.insert_rows(insert, 6, "", staged, |script, s| {
+    let insert = "INSERT INTO effect_intents (episode, ordinal, call_id, effect, scope, cost, core)";
+    script.insert_rows(insert, 7, "", staged, |script, s| {
         let requirement = &s.requirement;
         script
             .bind(s.episode.as_str())
@@ -225,7 +247,8 @@ pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent]) {
             .bind(s.call_id.as_str())
             .bind(requirement.effect.as_str())
             .bind(requirement.scope.as_str())
-            .bind(requirement.cost);
+            .bind(requirement.cost)
+            .bind(core);
     });
     // One row per key: an upsert may not touch a row twice in one statement.
     let mut spend: BTreeMap<(&str, &str, &str), i64> = BTreeMap::new();

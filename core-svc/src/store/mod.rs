@@ -1,6 +1,7 @@
 //! The world store: objects, worlds, the log and heads (`objects`), the commit journal
 //! (`journal`, `commit`), the effect journal (`effects`), sessions, invocation claims and
-//! episode leases (`leases`), behind one API over two backends (SQLite in WAL mode, or
+//! episode leases (`leases`), which core is alive (`liveness`), OAuth sign-in's clients, approvals and
+//! refresh tokens (`oauth`), behind one API over two backends (SQLite in WAL mode, or
 //! PostgreSQL); `tx` is the one write transaction over both. Every guard that matters for correctness is enforced inside a
 //! database transaction, never in process memory, so several cores and CLIs
 //! can share one store.
@@ -11,8 +12,11 @@ mod effects;
 mod error;
 mod journal;
 mod leases;
+mod liveness;
 mod location;
+mod oauth;
 mod objects;
+mod reads;
 mod records;
 mod rows;
 mod schema;
@@ -20,6 +24,7 @@ mod script;
 mod serving_lock;
 mod sessions;
 mod tx;
+mod watch;
 
 use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
@@ -38,10 +43,14 @@ pub use commit::Planner;
 pub use effects::{EFFECT_NAMESPACE, PendingIntent};
 pub use error::StoreError;
 pub use leases::Claim;
+pub use liveness::{FENCE, Liveness, LivenessError};
 pub use location::{StoreLocation, redact_url_password};
+pub use oauth::{Approval, ApprovalRow, ApprovalStatus, ClientRow, NewApproval, RefreshRow, Rotation, SessionOrigin};
+pub use reads::{Reader, Reads};
 pub use records::{Commit, Committed, LogEntry, Receipt, SessionRow, StoredObject, WorldRow};
 pub use schema::SCHEMA_VERSION;
 pub use serving_lock::{LockError, LockMode, ServingLock};
+pub use watch::{StoreFiles, StoreGone, WATCH_INTERVAL};
 
 /// The head row naming the selected world.
 const SELECTED_WORLD_HEAD: &str = "selected_world_head";
@@ -87,6 +96,9 @@ pub struct Store {
     pending: commit::Pending,
     /// SQLite only: the connections the session read and commit batches run on.
     direct: Option<Arc<Direct>>,
+    /// `<core>/<incarnation>`: how this process names itself in the claims, leases and
+    /// intents it writes (see `liveness`).
+    owner: Arc<std::sync::OnceLock<String>>,
 }
 
 /// A write transaction holding this process's writer turn until it ends.
@@ -167,6 +179,7 @@ impl Store {
             writers: Arc::default(),
             pending: Arc::default(),
             direct,
+            owner: Arc::default(),
         };
         let mut tx = store.write_tx().await?;
         schema::migrate(&mut tx, backend, &location.redacted()).await?;

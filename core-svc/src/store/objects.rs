@@ -5,56 +5,32 @@ use std::collections::HashMap;
 use sqlx::AnyConnection;
 use world_model::HashRef;
 
-use super::rows::{column_ref, entry_from_row, object_from_row, world_from_row};
-use super::script::{KEYS_PER_READ, Script, placeholders};
-use super::{
-    Columns, LogEntry, REGISTRY_PREFIX, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, clamp_page,
-};
-
-/// `SELECT <every log entry column> FROM log_entries` followed by the given clauses.
-macro_rules! select_entries {
-    ($($clause:literal),*) => {
-        concat!(
-            "SELECT entry_index, semantics_epoch, transition_fn, interpreter, prev_entry_hash, ",
-            "written_by, entry_hash, transition_ref FROM log_entries ",
-            $($clause),*
-        )
-    };
-}
+use super::reads::{NO_EPISODE, Reader, insert_object_episodes};
+use super::rows::{column_ref, world_from_row};
+use super::script::Script;
+use super::{LogEntry, REGISTRY_PREFIX, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow};
 
 impl Store {
     /// The first log entry whose commit carried `object`.
     pub async fn entry_of_object(&self, object: &HashRef) -> Result<Option<LogEntry>, StoreError> {
-        let row = sqlx::query("SELECT MIN(entry_index) AS entry_index FROM commit_objects WHERE object_ref = $1")
-            .bind(object.to_string())
-            .fetch_one(&self.pool)
-            .await?;
-        match sqlx::Row::try_get::<Option<i64>, _>(&row, "entry_index")? {
-            Some(index) => self.log_entry(index).await,
-            None => Ok(None),
-        }
+        self.reads(&Reader::Everything).entry_of_object(object).await
     }
 
     // ----- objects -------------------------------------------------------
 
-    /// Stores an object after checking its payload hashes to its ref;
-    /// identical objects are kept once (the first writer's provenance wins).
+    /// Stores an object of no episode (a source, a registry, an epoch, an interpreter record)
+    /// after checking its payload hashes to its ref; identical objects are kept once (the
+    /// first writer's provenance wins).
     pub async fn put_object(&self, object: &StoredObject) -> Result<(), StoreError> {
         let payload = object.verify("object")?;
         let mut script = Script::new();
-        insert_objects(&mut script, &[(object, payload)]);
+        insert_objects(&mut script, &[(object, payload, NO_EPISODE)]);
         let _turn = self.writer_turn().await;
         script.run(&mut *self.pool.acquire().await?).await
     }
 
     pub async fn get_object(&self, hash: &HashRef, with_payload: bool) -> Result<Option<StoredObject>, StoreError> {
-        let sql = if with_payload {
-            "SELECT hash, interface_hash, semantic_id, provenance, payload FROM objects WHERE hash = $1"
-        } else {
-            "SELECT hash, interface_hash, semantic_id, provenance FROM objects WHERE hash = $1"
-        };
-        let row = sqlx::query(sql).bind(hash.to_string()).fetch_optional(&self.pool).await?;
-        row.map(|row| object_from_row(&row, with_payload)).transpose()
+        self.reads(&Reader::Everything).object(hash, with_payload).await
     }
 
     /// Objects with this semantic id in ascending hash order, strictly after
@@ -65,17 +41,7 @@ impl Store {
         after: Option<&HashRef>,
         limit: u32,
     ) -> Result<Vec<StoredObject>, StoreError> {
-        let after = after.map(|a| a.to_string()).unwrap_or_default();
-        let rows = sqlx::query(
-            "SELECT hash, interface_hash, semantic_id, provenance FROM objects \
-             WHERE semantic_id = $1 AND hash > $2 ORDER BY hash LIMIT $3",
-        )
-        .bind(semantic_id)
-        .bind(after)
-        .bind(i64::from(clamp_page(limit)))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(|row| object_from_row(row, false)).collect()
+        self.reads(&Reader::Everything).objects_by_semantic_id(semantic_id, after, limit).await
     }
 
     // ----- worlds, log, heads --------------------------------------------
@@ -93,53 +59,17 @@ impl Store {
     }
 
     pub async fn log_entry(&self, index: i64) -> Result<Option<LogEntry>, StoreError> {
-        let row = sqlx::query(select_entries!("WHERE entry_index = $1")).bind(index).fetch_optional(&self.pool).await?;
-        row.map(|row| entry_from_row(&row)).transpose()
+        self.reads(&Reader::Everything).log_entry(index).await
     }
 
     /// Consecutive entries from `from` upward, stopping at the first absent index.
     pub async fn log_page(&self, from: i64, limit: u32) -> Result<Vec<LogEntry>, StoreError> {
-        let limit = clamp_page(limit);
-        let Some(last) = from.checked_add(i64::from(limit) - 1) else {
-            return Ok(Vec::new());
-        };
-        let rows = sqlx::query(select_entries!("WHERE entry_index >= $1 AND entry_index <= $2 ORDER BY entry_index"))
-            .bind(from)
-            .bind(last)
-            .fetch_all(&self.pool)
-            .await?;
-        let mut page = Vec::with_capacity(rows.len());
-        for (expected, row) in (from..).zip(rows.iter()) {
-            let entry = entry_from_row(row)?;
-            if entry.entry_index != expected {
-                break;
-            }
-            page.push(entry);
-        }
-        Ok(page)
-    }
-
-    /// Up to `limit` entries below `before` (from the newest when `None`), newest first.
-    pub async fn log_page_newest_first(&self, before: Option<i64>, limit: u32) -> Result<Vec<LogEntry>, StoreError> {
-        let rows = sqlx::query(select_entries!("WHERE entry_index < $1 ORDER BY entry_index DESC LIMIT $2"))
-            .bind(before.unwrap_or(i64::MAX))
-            .bind(i64::from(clamp_page(limit)))
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter().map(entry_from_row).collect()
+        self.reads(&Reader::Everything).log_page(from, limit).await
     }
 
     /// The payloads of those of `refs` the store holds, a query per [`KEYS_PER_READ`] refs.
     pub async fn payloads(&self, refs: &[HashRef]) -> Result<HashMap<HashRef, Vec<u8>>, StoreError> {
-        let mut found = HashMap::with_capacity(refs.len());
-        for chunk in refs.chunks(KEYS_PER_READ) {
-            let sql = format!("SELECT hash, payload FROM objects WHERE hash IN {}", placeholders(1, chunk.len()));
-            let query = chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(sql)), |q, r| q.bind(r.to_string()));
-            for row in query.fetch_all(&self.pool).await? {
-                found.insert(column_ref(&row, "hash")?, row.blob("payload")?);
-            }
-        }
-        Ok(found)
+        self.reads(&Reader::Everything).payloads(refs).await
     }
 
     // ----- registry heads ------------------------------------------------
@@ -177,13 +107,14 @@ pub(super) fn registry_key(name: &str) -> String {
     format!("{REGISTRY_PREFIX}{name}")
 }
 
-/// Adds verified objects (each with its payload) to `script` in as few statements as
-/// possible; a hash already stored, or repeated in `objects`, keeps its first row.
-pub(super) fn insert_objects(script: &mut Script, objects: &[(&StoredObject, &[u8])]) {
+/// Adds verified objects (each with its payload and the episode it is written for, or
+/// [`NO_EPISODE`]) to `script` in as few statements as possible; a hash already stored, or
+/// repeated in `objects`, keeps its first row, and gains the episode it is written for now.
+pub(super) fn insert_objects(script: &mut Script, objects: &[(&StoredObject, &[u8], &str)]) {
     let mut seen = std::collections::HashSet::with_capacity(objects.len());
-    let unique: Vec<_> = objects.iter().filter(|(object, _)| seen.insert(object.hash)).collect();
+    let unique: Vec<_> = objects.iter().filter(|(object, _, _)| seen.insert(object.hash)).collect();
     let insert = "INSERT INTO objects (hash, interface_hash, semantic_id, provenance, payload)";
-    script.insert_rows(insert, 5, "ON CONFLICT (hash) DO NOTHING", &unique, |script, (object, payload)| {
+    script.insert_rows(insert, 5, "ON CONFLICT (hash) DO NOTHING", &unique, |script, (object, payload, _)| {
         script
             .bind(object.hash.to_string())
             .bind(object.interface_hash.to_string())
@@ -191,6 +122,8 @@ pub(super) fn insert_objects(script: &mut Script, objects: &[(&StoredObject, &[u
             .bind(object.provenance.as_str())
             .bind(*payload);
     });
+    let episodes: Vec<(HashRef, &str)> = objects.iter().map(|(object, _, episode)| (object.hash, *episode)).collect();
+    insert_object_episodes(script, &episodes);
 }
 
 pub(super) async fn object_exists(conn: &mut AnyConnection, hash: &HashRef) -> Result<bool, StoreError> {

@@ -1,6 +1,6 @@
 //! The rows the store keeps, as typed values (refs parsed, never re-checked).
 
-use world_model::{HashRef, semantic_interface_hash};
+use world_model::{Episode, HashRef, semantic_interface_hash};
 
 use super::StoreError;
 
@@ -69,6 +69,9 @@ pub struct Commit {
     /// Journals the commit under this id (`rest:…`, `a2a:…`, `mcp:…`): an
     /// identical resend is an idempotent success.
     pub invocation_id: Option<String>,
+    /// The episode of the session that commits; its entry and objects are that episode's to
+    /// read. `None` for a commit of no episode (genesis, an operator's commit on the store).
+    pub episode: Option<Episode>,
     /// `None` for genesis.
     pub observed_head: Option<HashRef>,
     pub objects: Vec<StoredObject>,

@@ -32,10 +32,25 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0004_effect_spend.sql"),
         postgres: include_str!("../../migrations/postgres/0004_effect_spend.sql"),
     },
+    Migration {
+        version: 5,
+        sqlite: include_str!("../../migrations/sqlite/0005_core_liveness.sql"),
+        postgres: include_str!("../../migrations/postgres/0005_core_liveness.sql"),
+    },
+    Migration {
+        version: 6,
+        sqlite: include_str!("../../migrations/sqlite/0006_oauth.sql"),
+        postgres: include_str!("../../migrations/postgres/0006_oauth.sql"),
+    },
+    Migration {
+        version: 7,
+        sqlite: include_str!("../../migrations/sqlite/0007_episode_reads.sql"),
+        postgres: include_str!("../../migrations/postgres/0007_episode_reads.sql"),
+    },
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Brings the store to [`SCHEMA_VERSION`] inside the caller's write
 /// transaction (which already excludes concurrent migrators).
@@ -58,6 +73,11 @@ pub(super) async fn migrate(conn: &mut AnyConnection, backend: Backend, location
             Backend::Postgres => migration.postgres,
         };
         sqlx::raw_sql(script).execute(&mut *conn).await?;
+        if migration.version == 7 {
+            // Which episode each entry and object of an older store belongs to is in its
+            // payloads (JSON), which are read here rather than by either database's SQL.
+            super::reads::backfill(conn).await?;
+        }
         sqlx::query("UPDATE world_schema SET version = $1").bind(migration.version).execute(&mut *conn).await?;
     }
     Ok(())

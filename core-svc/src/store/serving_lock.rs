@@ -35,7 +35,7 @@ pub struct ServingLock {
 }
 
 enum Held {
-    File(#[allow(dead_code)] LockFile),
+    File(LockFile),
     Postgres(#[allow(dead_code)] sqlx::AnyConnection),
 }
 
@@ -75,6 +75,16 @@ impl ServingLock {
                 let taken: bool = row.try_get("taken").map_err(|e| failed(e.to_string()))?;
                 if taken { Ok(Self { _held: Held::Postgres(conn) }) } else { Err(LockError::Held(shown)) }
             }
+        }
+    }
+}
+
+impl ServingLock {
+    /// The lock file held, with its path: `None` for PostgreSQL's advisory lock.
+    pub fn file(&self) -> Option<(&Path, &File)> {
+        match &self._held {
+            Held::File(LockFile { file: Some(file), path }) => Some((path, file)),
+            _ => None,
         }
     }
 }

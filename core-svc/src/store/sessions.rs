@@ -1,7 +1,5 @@
 //! Session rows. Only the sha256 of a credential is ever stored.
 
-use sqlx::Row;
-
 use world_model::HashRef;
 
 use super::{Columns, SessionRow, Store, StoreError};
@@ -99,22 +97,6 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(result.rows_affected() > 0)
-    }
-
-    /// Deletes every session of an episode, returning their credential ids.
-    pub async fn delete_episode_sessions(&self, episode: &str) -> Result<Vec<String>, StoreError> {
-        let mut tx = self.write_tx().await?;
-        let ids: Vec<String> =
-            sqlx::query("SELECT credential_id FROM sessions WHERE episode = $1 ORDER BY credential_id")
-                .bind(episode)
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(|row| row.try_get("credential_id"))
-                .collect::<Result<_, _>>()?;
-        sqlx::query("DELETE FROM sessions WHERE episode = $1").bind(episode).execute(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(ids)
     }
 }
 

@@ -234,8 +234,8 @@ pub async fn commit(core: &CoreClient, headers: &HeaderMap, body: Body, body_rea
         Err(BodyError::TooLarge { .. }) => {
             return wire::rest_failure(&Failure::of(FailureCode::PayloadTooLarge));
         }
-        Err(BodyError::Read(detail)) => {
-            return wire::rest_bad_request(&format!("cannot read commit body: {detail}"));
+        Err(error @ (BodyError::Read(_) | BodyError::TooSlow { .. })) => {
+            return wire::rest_bad_request(&format!("cannot read commit body: {error}"));
         }
     };
     let request = try_response!(

@@ -30,6 +30,8 @@ pub struct SessionBody {
     pub expires_at: i64,
     pub created_at: i64,
     pub grants: Vec<GrantBody>,
+    /// Whether the session reads every episode (it holds `Log.Read` at `world`) or its own.
+    pub reads_every_episode: bool,
 }
 
 #[derive(Serialize)]
@@ -69,6 +71,7 @@ impl From<pb::SessionView> for SessionBody {
             episode: view.episode,
             expires_at: view.expires_at,
             created_at: view.created_at,
+            reads_every_episode: view.reads_every_episode,
             grants: view
                 .grants
                 .into_iter()

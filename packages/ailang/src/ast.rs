@@ -1,6 +1,7 @@
 //! The syntax tree. Every expression and pattern carries its source position.
 
 use crate::diag::Pos;
+use std::cell::Cell;
 use std::rc::Rc;
 
 pub type Name = Rc<str>;
@@ -19,6 +20,8 @@ pub struct Import {
     pub pos: Pos,
     /// `None` imports every export; `Some` is a selective list.
     pub items: Option<Vec<ImportItem>>,
+    /// `import std/list as L`: the exports are reached as `L.name` only.
+    pub alias: Option<Name>,
 }
 
 #[derive(Debug, Clone)]
@@ -39,12 +42,23 @@ impl ImportItem {
 pub enum Decl {
     Type(TypeDecl),
     Func(Rc<FuncDecl>),
-    /// `test "name" = expr`: passes when the expression is `true`.
+    /// `test "name" = expr` passes when the expression is `true`; `test "name" { … }` when
+    /// every `assert` in the block holds and the block ends in `true` or an assert.
     Test {
         name: String,
         body: Expr,
         pos: Pos,
     },
+    /// `let x[: T] = expr` at module level: evaluated once, in order, before anything runs.
+    Let(TopLet),
+}
+
+#[derive(Debug, Clone)]
+pub struct TopLet {
+    pub name: Name,
+    pub ty: Option<TypeExpr>,
+    pub value: Expr,
+    pub pos: Pos,
 }
 
 #[derive(Debug, Clone)]
@@ -149,7 +163,7 @@ impl Drop for Expr {
 /// Moves the direct sub-expressions of `kind` onto `out`, leaving it a leaf.
 fn detach_children(kind: &mut ExprKind, out: &mut Vec<Expr>) {
     match kind {
-        ExprKind::Int(_)
+        ExprKind::Int(..)
         | ExprKind::Float(_)
         | ExprKind::Str(_)
         | ExprKind::Bool(_)
@@ -191,9 +205,9 @@ fn detach_children(kind: &mut ExprKind, out: &mut Vec<Expr>) {
         ExprKind::Let { value, body, .. } | ExprKind::Binary(_, value, body) => out.extend([*value, *body]),
         ExprKind::Block(stmts) => out.extend(stmts.into_iter().map(|stmt| match stmt {
             Stmt::Let { value, .. } => value,
-            Stmt::Expr(expr) => expr,
+            Stmt::Assert(expr) | Stmt::Expr(expr) => expr,
         })),
-        ExprKind::Int(_)
+        ExprKind::Int(..)
         | ExprKind::Float(_)
         | ExprKind::Str(_)
         | ExprKind::Bool(_)
@@ -204,7 +218,9 @@ fn detach_children(kind: &mut ExprKind, out: &mut Vec<Expr>) {
 
 #[derive(Debug, Clone)]
 pub enum ExprKind {
-    Int(i64),
+    /// An int literal. The checker sets the flag when the literal's type resolved to `float`
+    /// (`jnum(7 / 2)`), so the evaluator computes with the float numeric defaulting gives.
+    Int(i64, Cell<bool>),
     Float(f64),
     Str(Rc<str>),
     /// `"a${x}b"`: literal pieces and shown expressions, concatenated.
@@ -250,7 +266,15 @@ pub struct Lambda {
 
 #[derive(Debug, Clone)]
 pub enum Stmt {
-    Let { pat: Pattern, value: Expr, pos: Pos },
+    /// `let p = e` (`recursive` for `letrec`, whose value may name itself).
+    Let {
+        pat: Pattern,
+        value: Expr,
+        pos: Pos,
+        recursive: bool,
+    },
+    /// `assert e`: fails the enclosing test (or call) with an assertion error unless `e` holds.
+    Assert(Expr),
     Expr(Expr),
 }
 

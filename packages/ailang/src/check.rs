@@ -23,6 +23,7 @@ use crate::stack;
 use crate::stdlib::catalog::{self, Builtin, STD_TYPES};
 use crate::types::*;
 use crate::value::{Callable, Value};
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 // The checker hashes short names constantly and never sees untrusted keys in bulk: a fast
@@ -103,6 +104,12 @@ struct Checker<'p> {
     owner: Option<Name>,
     depth: usize,
     too_deep: bool,
+    /// The top-level `let` being checked, for messages.
+    top_let: Option<Name>,
+    /// `import std/list as L`: alias → module path; `L.map` reads the module's `map`.
+    module_aliases: HashMap<Name, String>,
+    /// Every int literal with its type, to mark those that resolved to `float`.
+    int_literals: Vec<(&'p Cell<bool>, Ty)>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
 }
@@ -166,13 +173,18 @@ impl<'p> Checker<'p> {
             owner: None,
             depth: 0,
             too_deep: false,
+            top_let: None,
+            module_aliases: HashMap::default(),
+            int_literals: Vec::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
         }
     }
 
+    /// Record an error, unless one is already reported at the same place: a second error there
+    /// is a knock-on of the first.
     fn error(&mut self, d: Diagnostic) {
-        if self.errors.len() < MAX_ERRORS && !self.errors.iter().any(|e| e.pos == d.pos && e.message == d.message) {
+        if self.errors.len() < MAX_ERRORS && !self.errors.iter().any(|e| e.pos == d.pos) {
             self.errors.push(d);
         }
     }
@@ -180,7 +192,8 @@ impl<'p> Checker<'p> {
     // ---- environment ----
 
     fn run(&mut self) {
-        let module = &self.program.module;
+        let program: &'p Program = self.program;
+        let module = &program.module;
         for (_, decl) in STD_TYPES.iter().filter(|(m, _)| *m != "prelude") {
             if let Ok(m) = parse_module(decl) {
                 for d in m.decls {
@@ -218,6 +231,12 @@ impl<'p> Checker<'p> {
             let scheme = self.declared_scheme(f);
             self.globals.insert(f.name.clone(), Global::Known(scheme));
         }
+        // Top-level values, in order, before the functions that may read them.
+        for decl in &module.decls {
+            if let Decl::Let(top) = decl {
+                self.check_top_let(top);
+            }
+        }
         for decl in &module.decls {
             if self.too_deep {
                 break;
@@ -227,11 +246,40 @@ impl<'p> Checker<'p> {
                 Decl::Test { body, .. } if self.options.full => {
                     self.enter_scope(None, Ty::closed_row());
                     let t = self.infer(body);
-                    self.expect(&Ty::con("bool"), &t, body.pos, "a test declaration must be a bool");
+                    // A block of asserts ends in unit; anything else must come to a bool.
+                    let asserts =
+                        matches!(&body.kind, ExprKind::Block(stmts) if matches!(stmts.last(), Some(Stmt::Assert(_))));
+                    if !asserts {
+                        self.expect(&Ty::con("bool"), &t, body.pos, "a test must end in an assert or a bool");
+                    }
                 }
                 _ => {}
             }
         }
+        // Int literals whose type came out `float` are floats for the evaluator too.
+        for (as_float, t) in std::mem::take(&mut self.int_literals) {
+            if matches!(self.s.shallow_ref(&t), Ty::Con(name, _) if &**name == "float") {
+                as_float.set(true);
+            }
+        }
+    }
+
+    /// `let x[: T] = e` at module level: pure, numbers defaulted, then generalised.
+    fn check_top_let(&mut self, top: &'p TopLet) {
+        self.enter_scope(None, Ty::closed_row());
+        self.top_let = Some(top.name.clone());
+        self.s.level += 1;
+        let t = self.infer(&top.value);
+        self.top_let = None;
+        if let Some(te) = &top.ty {
+            let declared = self.ty_of(te, &mut HashMap::default(), top.pos, true);
+            let what = || format!("the value of '{}' must have its declared type", top.name);
+            self.expect_with(&declared, &t, top.value.pos, &what);
+        }
+        self.s.default_numbers(&t);
+        self.s.level -= 1;
+        let scheme = self.s.generalize(&t);
+        self.globals.insert(top.name.clone(), Global::Known(scheme));
     }
 
     fn add_type(&mut self, t: &TypeDecl) {
@@ -286,6 +334,10 @@ impl<'p> Checker<'p> {
         for import in imports.iter().filter(|i| i.items.is_none()) {
             if crate::stdlib::module(&import.path).is_none() {
                 self.lenient = true;
+                continue;
+            }
+            if let Some(alias) = &import.alias {
+                self.module_aliases.insert(alias.clone(), import.path.clone());
                 continue;
             }
             for b in catalog::BUILTINS.iter().filter(|b| b.module == import.path) {
@@ -345,6 +397,16 @@ impl<'p> Checker<'p> {
         let mut params = Vec::new();
         for p in &f.params {
             params.push(match &p.ty {
+                // A function-typed parameter written without `! {…}` takes a function with
+                // any effects, as in the reference: the effects stay latent in the value, and
+                // the capability check at run time still guards them.
+                Some(te @ TypeExpr::Func(_, _, None)) => {
+                    self.s.level = 1;
+                    match self.ty_of(te, &mut tvars, p.pos, true) {
+                        Ty::Func(ps, r, _) => Ty::func(ps.to_vec(), (*r).clone(), self.s.open_row()),
+                        other => other,
+                    }
+                }
                 Some(te) => {
                     self.s.level = 1;
                     self.ty_of(te, &mut tvars, p.pos, true)
@@ -475,7 +537,7 @@ impl<'p> Checker<'p> {
         self.s.level = 1;
     }
 
-    fn check_func(&mut self, f: &Rc<FuncDecl>) {
+    fn check_func(&mut self, f: &'p FuncDecl) {
         let Some(Global::Known(scheme)) = self.globals.get(&f.name) else { return };
         let scheme = scheme.clone();
         self.s.level = 1;
@@ -507,7 +569,7 @@ impl<'p> Checker<'p> {
         }
     }
 
-    fn check_test_row(&mut self, f: &FuncDecl, scheme: &Scheme, row: &TestRow) {
+    fn check_test_row(&mut self, f: &'p FuncDecl, scheme: &Scheme, row: &'p TestRow) {
         self.enter_scope(None, Ty::closed_row());
         self.ambient = self.s.open_row();
         let Ty::Func(params, ret, _) = self.s.instantiate(scheme) else { return };
@@ -561,7 +623,21 @@ impl<'p> Checker<'p> {
                 format!("infinite type: {} would have to contain itself ({}): {what}", p.show(&a), p.show(&b)),
                 pos,
             ),
-            UnifyError::MissingLabel { label, has, effect: false } => {
+            UnifyError::MissingLabel { label, has, effect: false, extra: true } => {
+                // The value has a field the expected (closed) record type does not take.
+                let list = has.iter().map(|h| h.to_string()).collect::<Vec<_>>().join(", ");
+                let open =
+                    has.iter().map(|h| format!("{h}: …")).chain(["...".to_string()]).collect::<Vec<_>>().join(", ");
+                Diagnostic::at(
+                    "TC001",
+                    format!(
+                        "this record has a field '{label}' that is not expected (expected exactly: {list}): {what}"
+                    ),
+                    pos,
+                )
+                .with_suggestion(format!("drop the field, or accept more fields with an open record type {{{open}}}"))
+            }
+            UnifyError::MissingLabel { label, has, effect: false, .. } => {
                 let list = has.iter().map(|h| h.to_string()).collect::<Vec<_>>().join(", ");
                 let mut d = Diagnostic::at(
                     "TC001",
@@ -576,6 +652,19 @@ impl<'p> Checker<'p> {
             UnifyError::MissingLabel { label, .. } => {
                 Diagnostic::at("TC009", format!("effect {label} is not allowed here: {what}"), pos)
                     .with_suggestion(format!("declare it in the function's signature: ! {{{label}}}"))
+            }
+            UnifyError::Class { class: NUM, ty }
+                if matches!(&ty, Ty::Con(n, _) if &**n == "string") && what.starts_with('\'') =>
+            {
+                // `"a" + "b"`: told from the caller's side, with the way strings are joined.
+                let op = what.split('\'').nth(1).unwrap_or("+");
+                Diagnostic::at("TC010", format!("'{op}' works on numbers, but this operand is a string"), pos)
+                    .with_suggestion("join strings with interpolation \"${a}${b}\" or std/string concat([a, b])")
+            }
+            UnifyError::Class { class: NUM, ty } if matches!(&ty, Ty::Con(n, _) if &**n == "Json") => {
+                // A bare number where a Json value belongs (`kv("n", 5)`).
+                Diagnostic::at("TC010", format!("{what} must be a Json value, but this is a number"), pos)
+                    .with_suggestion("wrap the number: jnum(x) for a float, jint(n) for an int")
             }
             UnifyError::Class { class, ty } => {
                 let shown = p.show(&ty);
@@ -635,23 +724,50 @@ impl<'p> Checker<'p> {
                 .chain(self.globals.keys().map(|k| k.to_string()))
                 .chain(self.ctors.keys().map(|k| k.to_string()))
                 .collect();
-            if let Some(c) = closest(name, candidates.iter().map(|s| s.as_str())) {
+            // A std function of exactly that name is a missing import, whatever local name is
+            // close; otherwise a close local name is a typo, and a close std name an import.
+            let std_names = catalog::BUILTINS.iter().filter(|b| b.module != "prelude");
+            let exact = std_names.clone().find(|b| b.name == &**name);
+            let near_local = closest(name, candidates.iter().map(|s| s.as_str()));
+            let near_std =
+                closest(name, std_names.clone().map(|b| b.name)).and_then(|n| std_names.clone().find(|b| b.name == n));
+            if let Some(b) = exact {
+                d = d.with_suggestion(self.import_fix(b));
+            } else if let Some(c) = near_local {
                 d = d.with_suggestion(format!("did you mean '{c}'?"));
-            } else {
-                let std_names = catalog::BUILTINS.iter().filter(|b| b.module != "prelude");
-                let exact = std_names.clone().find(|b| b.name == &**name);
-                let near = closest(name, std_names.clone().map(|b| b.name))
-                    .and_then(|n| std_names.clone().find(|b| b.name == n));
-                if let Some(b) = exact.or(near) {
-                    d = d.with_suggestion(format!("import it: import {} ({})", b.module, b.name));
-                }
+            } else if let Some(b) = near_std {
+                d = d.with_suggestion(self.import_fix(b));
             }
             self.error(d);
         }
         self.s.fresh()
     }
 
-    fn infer(&mut self, e: &Expr) -> Ty {
+    /// How to bring std function `b` into scope: a new import line, or the module's existing
+    /// selective import of that module with the name added.
+    fn import_fix(&self, b: &Builtin) -> String {
+        let existing = self.program.module.imports.iter().find_map(|i| match &i.items {
+            Some(items) if i.path == b.module => Some(items),
+            _ => None,
+        });
+        let names = match existing {
+            Some(items) => {
+                let mut names: Vec<String> = items
+                    .iter()
+                    .map(|i| match &i.alias {
+                        Some(alias) => format!("{} as {alias}", i.name),
+                        None => i.name.to_string(),
+                    })
+                    .collect();
+                names.push(b.name.to_string());
+                names.join(", ")
+            }
+            None => b.name.to_string(),
+        };
+        format!("import it: import {} ({names})", b.module)
+    }
+
+    fn infer(&mut self, e: &'p Expr) -> Ty {
         if self.too_deep {
             return self.s.fresh();
         }
@@ -670,9 +786,13 @@ impl<'p> Checker<'p> {
         t
     }
 
-    fn infer_inner(&mut self, e: &Expr) -> Ty {
+    fn infer_inner(&mut self, e: &'p Expr) -> Ty {
         match &e.kind {
-            ExprKind::Int(_) => self.s.fresh_with(NUM),
+            ExprKind::Int(_, as_float) => {
+                let t = self.s.fresh_with(NUM);
+                self.int_literals.push((as_float, t.clone()));
+                t
+            }
             ExprKind::Float(_) => Ty::con("float"),
             ExprKind::Str(_) => Ty::con("string"),
             ExprKind::Bool(_) => Ty::con("bool"),
@@ -688,6 +808,21 @@ impl<'p> Checker<'p> {
             ExprKind::Var(name) => self.lookup(name, e.pos),
             ExprKind::Call(callee, args) => self.infer_call(callee, args),
             ExprKind::Field(base, field) => {
+                if let ExprKind::Var(alias) = &base.kind
+                    && !self.locals.iter().any(|(n, _)| n == alias)
+                    && let Some(path) = self.module_aliases.get(alias)
+                {
+                    return match catalog::lookup(path, field) {
+                        Some(b) => {
+                            let scheme = self.std_scheme(b);
+                            self.s.instantiate(&scheme)
+                        }
+                        None => {
+                            self.error(Diagnostic::at("TC002", format!("'{field}' is not exported by {path}"), e.pos));
+                            self.s.fresh()
+                        }
+                    };
+                }
                 let bt = self.infer(base);
                 self.field_type(&bt, field, base.pos)
             }
@@ -765,10 +900,23 @@ impl<'p> Checker<'p> {
             ExprKind::Block(stmts) => {
                 let base = self.locals.len();
                 let mut last = Ty::unit();
-                for stmt in stmts {
+                let mut at = 0;
+                while let Some(stmt) = stmts.get(at) {
+                    at += 1;
                     match stmt {
-                        Stmt::Let { pat, value, .. } => {
-                            self.bind_let(pat, value, false);
+                        Stmt::Let { recursive: true, .. } if crate::eval::rec_group_len(&stmts[at - 1..]) > 1 => {
+                            let len = crate::eval::rec_group_len(&stmts[at - 1..]);
+                            self.bind_rec_group(&stmts[at - 1..at - 1 + len]);
+                            at += len - 1;
+                            last = Ty::unit();
+                        }
+                        Stmt::Let { pat, value, recursive, .. } => {
+                            self.bind_let(pat, value, *recursive);
+                            last = Ty::unit();
+                        }
+                        Stmt::Assert(cond) => {
+                            let t = self.infer(cond);
+                            self.expect(&Ty::con("bool"), &t, cond.pos, "an assert takes a bool");
                             last = Ty::unit();
                         }
                         Stmt::Expr(x) => last = self.infer(x),
@@ -799,7 +947,7 @@ impl<'p> Checker<'p> {
         }
     }
 
-    fn infer_binary(&mut self, op: BinOp, l: &Expr, r: &Expr) -> Ty {
+    fn infer_binary(&mut self, op: BinOp, l: &'p Expr, r: &'p Expr) -> Ty {
         let lt = self.infer(l);
         let rt = self.infer(r);
         let sym = op.symbol();
@@ -857,10 +1005,10 @@ impl<'p> Checker<'p> {
         }
     }
 
-    fn infer_call(&mut self, callee: &Expr, args: &[Expr]) -> Ty {
-        let unit_arg = [Expr { kind: ExprKind::Unit, pos: callee.pos }];
-        // `f()` passes one unit argument.
-        let args: &[Expr] = if args.is_empty() { &unit_arg } else { args };
+    fn infer_call(&mut self, callee: &'p Expr, args: &'p [Expr]) -> Ty {
+        // `f()` passes one unit argument, which has no expression of its own.
+        let unit_call = args.is_empty();
+        let arity = args.len().max(1);
         let name = match &callee.kind {
             ExprKind::Var(n) => Some(n.clone()),
             _ => None,
@@ -869,7 +1017,7 @@ impl<'p> Checker<'p> {
             && !self.locals.iter().any(|(l, _)| l == n)
             && let Some(info) = self.ctors.get(n)
         {
-            let got = if std::ptr::eq(args.as_ptr(), unit_arg.as_ptr()) { 0 } else { args.len() };
+            let got = args.len();
             if info.arity != got && !(info.arity == 1 && got == 0) {
                 let message = format!("constructor {n} expects {} argument(s), got {got}", info.arity);
                 self.error(Diagnostic::at("TC001", message, callee.pos));
@@ -884,7 +1032,7 @@ impl<'p> Checker<'p> {
         let shown = || name.as_deref().map(|n| format!("'{n}'")).unwrap_or_else(|| "the function".into());
         let (params, ret, effects) = match self.s.shallow(&ft) {
             Ty::Func(ps, r, e) => {
-                if ps.len() != args.len() {
+                if ps.len() != arity {
                     let message = format!("{} expects {} argument(s), got {}", shown(), ps.len(), args.len());
                     self.error(Diagnostic::at("TC001", message, callee.pos));
                     for a in args {
@@ -895,7 +1043,7 @@ impl<'p> Checker<'p> {
                 (ps.to_vec(), (*r).clone(), (*e).clone())
             }
             Ty::Var(_) => {
-                let ps: Vec<Ty> = args.iter().map(|_| self.s.fresh()).collect();
+                let ps: Vec<Ty> = (0..arity).map(|_| self.s.fresh()).collect();
                 let (r, e) = (self.s.fresh(), self.s.open_row());
                 let f = Ty::func(ps.clone(), r.clone(), e.clone());
                 if !self.expect_with(&f, &ft, callee.pos, &|| format!("{} is called", shown())) {
@@ -919,20 +1067,32 @@ impl<'p> Checker<'p> {
                 return self.s.fresh();
             }
         };
-        // Other arguments first, then lambdas against what is known of their parameter.
+        if unit_call {
+            self.expect_with(&params[0], &Ty::unit(), callee.pos, &|| {
+                format!("argument 1 of {} (none given)", shown())
+            });
+        }
+        // Other arguments first, then lambdas against what is known of their parameter. After
+        // one argument does not fit, the rest are still checked inside but not against the
+        // call: their mismatches would only be knock-ons of the first.
+        let mut fits = true;
         for pass in [false, true] {
             for (i, (arg, param)) in args.iter().zip(&params).enumerate() {
                 if is_lambda(arg) != pass {
                     continue;
                 }
                 let at = match &arg.kind {
-                    ExprKind::Lambda(l) => self.infer_lambda(l, Some(param)),
+                    ExprKind::Lambda(l) if fits => self.infer_lambda(l, Some(param)),
                     _ => self.infer(arg),
                 };
-                self.expect_with(param, &at, arg.pos, &|| format!("argument {} of {}", i + 1, shown()));
+                if fits {
+                    fits = self.expect_with(param, &at, arg.pos, &|| format!("argument {} of {}", i + 1, shown()));
+                }
             }
         }
-        self.use_effects(&effects, &shown, callee.pos);
+        if fits {
+            self.use_effects(&effects, &shown, callee.pos);
+        }
         ret
     }
 
@@ -953,8 +1113,14 @@ impl<'p> Checker<'p> {
                 let _ = self.s.unify(&Ty::Var(t), &Ty::row([(label.clone(), Ty::unit())].into(), Some(fresh)));
                 continue;
             }
-            let d = match &self.owner {
-                Some(f) => Diagnostic::at(
+            let d = match (&self.top_let, &self.owner) {
+                (Some(value), _) => Diagnostic::at(
+                    "TC009",
+                    format!("{} needs the {label} effect, but the top-level value '{value}' must be pure", callee()),
+                    pos,
+                )
+                .with_suggestion(format!("compute it in a function that declares ! {{{label}}}, such as main")),
+                (None, Some(f)) => Diagnostic::at(
                     "TC009",
                     format!("{} needs the {label} effect, but '{f}' does not declare it", callee()),
                     pos,
@@ -962,7 +1128,7 @@ impl<'p> Checker<'p> {
                 .with_suggestion(format!(
                     "declare it: func {f}(…) -> … ! {{{label}}}, and grant it at run time with --caps {label}"
                 )),
-                None => Diagnostic::at(
+                (None, None) => Diagnostic::at(
                     "TC009",
                     format!("{} needs the {label} effect, but this function must be pure where it is used", callee()),
                     pos,
@@ -981,7 +1147,7 @@ impl<'p> Checker<'p> {
         }
     }
 
-    fn infer_lambda(&mut self, lambda: &Lambda, expected: Option<&Ty>) -> Ty {
+    fn infer_lambda(&mut self, lambda: &'p Lambda, expected: Option<&Ty>) -> Ty {
         let expected = expected.map(|t| self.s.shallow(t));
         let (hint_params, hint_effects) = match &expected {
             Some(Ty::Func(ps, _, e)) if ps.len() == lambda.params.len() => (Some(ps.clone()), Some((**e).clone())),
@@ -1013,18 +1179,16 @@ impl<'p> Checker<'p> {
         };
         let saved_ambient = std::mem::replace(&mut self.ambient, effects.clone());
         let saved_owner = self.owner.take();
+        // A function literal's `-> R` is documentation: the reference does not hold the body to
+        // it (`func(x: int) -> int { func(y: int) -> int { x * y } }` runs there).
         let body = self.infer(&lambda.body);
-        if let Some(te) = &lambda.ret {
-            let r = self.ty_of(te, &mut tvars, lambda.body.pos, true);
-            self.expect(&r, &body, lambda.body.pos, "the function's body must have its declared result type");
-        }
         self.ambient = saved_ambient;
         self.owner = saved_owner;
         self.locals.truncate(base);
         Ty::func(params, body, effects)
     }
 
-    fn bind_let(&mut self, pat: &Pattern, value: &Expr, recursive: bool) {
+    fn bind_let(&mut self, pat: &Pattern, value: &'p Expr, recursive: bool) {
         if let PatKind::Var(name) = &pat.kind {
             self.s.level += 1;
             let t = if recursive {
@@ -1044,6 +1208,31 @@ impl<'p> Checker<'p> {
         }
         let t = self.infer(value);
         self.pattern(pat, &t);
+    }
+
+    /// Consecutive `letrec`s of lambdas: each sees all of them (mutual recursion), and each is
+    /// generalised once the whole group is typed.
+    fn bind_rec_group(&mut self, stmts: &'p [Stmt]) {
+        self.s.level += 1;
+        let base = self.locals.len();
+        let members: Vec<(&Name, &'p Rc<Lambda>, Ty)> = stmts
+            .iter()
+            .filter_map(crate::eval::rec_lambda)
+            .map(|(name, lambda)| (name, lambda, self.s.fresh()))
+            .collect();
+        for (name, _, t) in &members {
+            self.locals.push(((*name).clone(), Scheme::mono(t.clone())));
+        }
+        for (_, lambda, t) in &members {
+            let found = self.infer_lambda(lambda, None);
+            self.expect(t, &found, lambda.body.pos, "a recursive binding keeps one type");
+        }
+        self.locals.truncate(base);
+        self.s.level -= 1;
+        for (name, _, t) in members {
+            let scheme = self.s.generalize(&t);
+            self.locals.push((name.clone(), scheme));
+        }
     }
 
     fn field_type(&mut self, base: &Ty, field: &Name, pos: Pos) -> Ty {

@@ -324,9 +324,13 @@ fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     };
     let mut interp = interp_for(&program, max_depth, caps);
-    let result = match interp.call_decl(&entry, vec![arg]) {
+    let result = match interp.bind_top_lets(&program.module).and_then(|()| interp.call_decl(&entry, vec![arg])) {
         Ok(v) => v,
         Err(e) => {
+            if let Some(status) = crate::stdlib::io::exit_status(&e) {
+                let _ = io.out.flush();
+                return status;
+            }
             let _ = writeln!(io.err, "Error: execution failed: {}", e.in_file(&file));
             return 1;
         }
@@ -361,7 +365,8 @@ fn takes_no_arguments(f: &FuncDecl) -> bool {
 }
 
 fn select_entry(program: &Program, name: &str) -> Result<Selected, String> {
-    if let Some(f) = program.exported_funcs().find(|f| &*f.name == name) {
+    // The reference runs a module's `main` whether or not it is exported.
+    if let Some(f) = program.exported_funcs().find(|f| &*f.name == name).or_else(|| program.func(name)) {
         return Ok(Selected::Named(f.clone()));
     }
     let exports: Vec<String> = program.exported_funcs().map(|f| f.name.to_string()).collect();
@@ -376,9 +381,6 @@ fn select_entry(program: &Program, name: &str) -> Result<Selected, String> {
                 }
             }
         }
-    }
-    if program.func(name).is_some() {
-        return Err(format!("entrypoint '{name}' is not exported\nAvailable exports: [{}]", exports.join(" ")));
     }
     Err(format!("entrypoint '{name}' not found in module\nAvailable exports: [{}]", exports.join(" ")))
 }
@@ -401,6 +403,10 @@ fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
         return 1;
     };
     let mut interp = interp_for(&program, DEFAULT_MAX_DEPTH, HashSet::new());
+    if let Err(e) = interp.bind_top_lets(&program.module) {
+        let _ = writeln!(io.err, "Error: {}", e.in_file(&file));
+        return 1;
+    }
     let (mut passed, mut failed) = (0usize, 0usize);
     for decl in &program.module.decls {
         match decl {
@@ -416,7 +422,8 @@ fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
                 }
             }
             Decl::Test { name, body, pos } => match interp.eval(body, &None) {
-                Ok(Value::Bool(true)) => passed += 1,
+                // A block of asserts ends in unit: reaching its end is a pass.
+                Ok(Value::Bool(true) | Value::Unit) => passed += 1,
                 Ok(other) => {
                     failed += 1;
                     let _ = writeln!(io.out, "FAIL test \"{name}\" (line {}): got {}", pos.line, show(&other));
@@ -426,7 +433,7 @@ fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
                     let _ = writeln!(io.out, "FAIL test \"{name}\" (line {}): error: {e}", pos.line);
                 }
             },
-            Decl::Type(_) => {}
+            Decl::Type(_) | Decl::Let(_) => {}
         }
     }
     let _ = writeln!(io.out, "{passed} passed, {failed} failed");

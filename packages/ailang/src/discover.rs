@@ -24,6 +24,7 @@ pub const BUNDLED_EXAMPLES: &[(&str, &str)] = &[
     ("refuse_plan", include_str!("../examples/refuse_plan.ail")),
     ("shapes", include_str!("../examples/shapes.ail")),
     ("strings", include_str!("../examples/strings.ail")),
+    ("test_blocks", include_str!("../examples/test_blocks.ail")),
     ("write_plan", include_str!("../examples/write_plan.ail")),
 ];
 

@@ -42,6 +42,18 @@ impl Interp {
         Interp { globals, depth: 0, max_depth, capabilities }
     }
 
+    /// Evaluate the module's top-level `let`s in order, binding each as a global before the
+    /// next: what every entry, test and test row then sees.
+    pub fn bind_top_lets(&mut self, module: &Module) -> Result<(), Diagnostic> {
+        for decl in &module.decls {
+            if let Decl::Let(top) = decl {
+                let value = self.eval(&top.value, &None)?;
+                self.globals.insert(top.name.clone(), coerce_float(is_float_type(&top.ty), value));
+            }
+        }
+        Ok(())
+    }
+
     pub fn global(&self, name: &str) -> Option<&Value> {
         self.globals.get(name)
     }
@@ -65,7 +77,13 @@ impl Interp {
 
     fn eval_inner(&mut self, expr: &Expr, env: &Env) -> Result<Value, Diagnostic> {
         Ok(match &expr.kind {
-            ExprKind::Int(n) => Value::Int(*n),
+            ExprKind::Int(n, as_float) => {
+                if as_float.get() {
+                    Value::Float(*n as f64)
+                } else {
+                    Value::Int(*n)
+                }
+            }
             ExprKind::Float(f) => Value::Float(*f),
             ExprKind::Str(s) => Value::Str(s.clone()),
             ExprKind::Bool(b) => Value::Bool(*b),
@@ -173,10 +191,26 @@ impl Interp {
             ExprKind::Block(stmts) => {
                 let mut scope = env.clone();
                 let mut last = Value::Unit;
-                for stmt in stmts {
+                // Statements a `letrec` group already bound.
+                let mut skip = 0;
+                for (at, stmt) in stmts.iter().enumerate() {
+                    if skip > 0 {
+                        skip -= 1;
+                        continue;
+                    }
                     match stmt {
-                        Stmt::Let { pat, value, .. } => {
-                            self.bind_let(pat, value, false, &mut scope)?;
+                        Stmt::Let { pat, value, recursive, .. } => {
+                            let group = if *recursive { rec_group_len(&stmts[at..]) } else { 0 };
+                            if group > 1 {
+                                bind_rec_group(&stmts[at..at + group], &mut scope);
+                                skip = group - 1;
+                            } else {
+                                self.bind_let(pat, value, *recursive, &mut scope)?;
+                            }
+                            last = Value::Unit;
+                        }
+                        Stmt::Assert(cond) => {
+                            self.assert(cond, &scope)?;
                             last = Value::Unit;
                         }
                         Stmt::Expr(e) => last = self.eval(e, &scope)?,
@@ -204,6 +238,17 @@ impl Interp {
         })
     }
 
+    /// `assert cond`: an `RT_ASSERT` error unless `cond` holds. Kept out of `eval_inner`, whose
+    /// stack frame every nested expression pays.
+    #[inline(never)]
+    fn assert(&mut self, cond: &Expr, env: &Env) -> Result<(), Diagnostic> {
+        if as_bool(&self.eval(cond, env)?, "assert")? {
+            Ok(())
+        } else {
+            Err(rt("RT_ASSERT", "assertion failed").in_pos(cond.pos))
+        }
+    }
+
     fn lookup(&self, name: &Name, env: &Env) -> Result<Value, Diagnostic> {
         if let Some(v) = lookup(env, name) {
             return Ok(v.clone());
@@ -214,9 +259,9 @@ impl Interp {
     fn bind_let(&mut self, pat: &Pattern, value: &Expr, recursive: bool, env: &mut Env) -> Result<(), Diagnostic> {
         let v = match (&pat.kind, &value.kind, recursive) {
             (PatKind::Var(name), ExprKind::Lambda(lambda), true) => Value::Func(Rc::new(Callable::RecClosure {
-                lambda: lambda.clone(),
+                group: Rc::new([(name.clone(), lambda.clone())]),
+                index: 0,
                 env: env.clone(),
-                name: name.clone(),
             })),
             _ => self.eval(value, env)?,
         };
@@ -324,10 +369,7 @@ impl Interp {
                 self.call_decl(&decl, args)
             }
             Callable::Closure { lambda, env } => self.call_lambda(lambda, env.clone(), args),
-            Callable::RecClosure { lambda, env, name } => {
-                let env = bind(env, name.clone(), f.clone());
-                self.call_lambda(lambda, env, args)
-            }
+            Callable::RecClosure { group, index, env } => self.call_rec(f, group, *index, env, args),
             Callable::Native(native) => {
                 if args.is_empty() && native.arity == 1 {
                     args.push(Value::Unit);
@@ -346,6 +388,29 @@ impl Interp {
                 Ok(Value::Ctor(Rc::new(CtorValue { name: name.clone(), args: Seq(args) })))
             }
         }
+    }
+
+    /// Call lambda `index` of a `letrec` group, in its environment extended with every
+    /// member of the group (`f` itself among them).
+    #[inline(never)]
+    fn call_rec(
+        &mut self,
+        f: &Value,
+        group: &Rc<[(Name, Rc<Lambda>)]>,
+        index: usize,
+        env: &Env,
+        args: Vec<Value>,
+    ) -> Result<Value, Diagnostic> {
+        let mut scope = env.clone();
+        for (i, (name, _)) in group.iter().enumerate() {
+            let member = if i == index {
+                f.clone()
+            } else {
+                Value::Func(Rc::new(Callable::RecClosure { group: group.clone(), index: i, env: env.clone() }))
+            };
+            scope = bind(&scope, name.clone(), member);
+        }
+        self.call_lambda(&group[index].1, scope, args)
     }
 
     fn enter_call(&mut self) -> Result<(), Diagnostic> {
@@ -392,6 +457,34 @@ impl Interp {
         let result = self.eval(&lambda.body, &env);
         self.depth -= 1;
         result
+    }
+}
+
+/// The `letrec name = \…` a statement binds, if it is one.
+pub fn rec_lambda(stmt: &Stmt) -> Option<(&Name, &Rc<Lambda>)> {
+    match stmt {
+        Stmt::Let { pat: Pattern { kind: PatKind::Var(name), .. }, value, recursive: true, .. } => match &value.kind {
+            ExprKind::Lambda(lambda) => Some((name, lambda)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// How many `letrec`s of lambdas start `stmts`: consecutive ones are one recursive group.
+pub fn rec_group_len(stmts: &[Stmt]) -> usize {
+    stmts.iter().take_while(|s| rec_lambda(s).is_some()).count()
+}
+
+/// Bind a group of consecutive `letrec` lambdas, each seeing all of them.
+#[inline(never)]
+fn bind_rec_group(stmts: &[Stmt], scope: &mut Env) {
+    let group: Rc<[(Name, Rc<Lambda>)]> =
+        stmts.iter().filter_map(rec_lambda).map(|(name, lambda)| (name.clone(), lambda.clone())).collect();
+    let env = scope.clone();
+    for (index, (name, _)) in group.iter().enumerate() {
+        let member = Callable::RecClosure { group: group.clone(), index, env: env.clone() };
+        *scope = bind(scope, name.clone(), Value::Func(Rc::new(member)));
     }
 }
 
@@ -454,12 +547,6 @@ fn shift(n: i64, count: i64, left: bool) -> Result<i64, Diagnostic> {
         }
         (false, false) => n >> count,
     })
-}
-
-/// Float division as the reference's runtime does it: a zero divisor gives ±Inf by the
-/// dividend's sign (so `0.0 / 0.0` is +Inf, not NaN).
-pub fn float_div(a: f64, b: f64) -> f64 {
-    if b == 0.0 { if a >= 0.0 { f64::INFINITY } else { f64::NEG_INFINITY } } else { a / b }
 }
 
 pub fn binary(op: BinOp, left: Value, right: Value) -> Result<Value, Diagnostic> {
@@ -529,7 +616,8 @@ pub fn binary(op: BinOp, left: Value, right: Value) -> Result<Value, Diagnostic>
                     BinOp::Add => a + b,
                     BinOp::Sub => a - b,
                     BinOp::Mul => a * b,
-                    BinOp::Div => float_div(a, b),
+                    // IEEE 754, as the reference's newest runtime: `x / 0.0` is ±Inf, `0.0 / 0.0` NaN.
+                    BinOp::Div => a / b,
                     BinOp::Rem => {
                         if b == 0.0 {
                             f64::NAN

@@ -186,7 +186,8 @@ impl<'s> Lexer<'s> {
                 self.bump();
             } else if c.is_whitespace() {
                 self.bump();
-            } else if c == '-' && self.src.as_bytes().get(self.at + 1) == Some(&b'-') {
+            } else if (c == '-' || c == '/') && self.src.as_bytes().get(self.at + 1) == Some(&(c as u8)) {
+                // `--` and `//` comments run to the end of the line.
                 while let Some(c) = self.peek() {
                     if c == '\n' {
                         break;
@@ -272,19 +273,27 @@ impl<'s> Lexer<'s> {
     }
 
     fn number(&mut self, pos: Pos) -> Result<Tok, Diagnostic> {
-        if self.peek() == Some('0') && matches!(self.peek_at(1), Some('x' | 'X')) {
+        // `0x…`, `0b…`, `0o…` are 64-bit patterns: one with the top bit set reads as its two's
+        // complement (`0xffffffffffffffff` is -1), as in the reference.
+        let radix = match (self.peek(), self.peek_at(1)) {
+            (Some('0'), Some('x' | 'X')) => Some((16, "0x")),
+            (Some('0'), Some('b' | 'B')) => Some((2, "0b")),
+            (Some('0'), Some('o' | 'O')) => Some((8, "0o")),
+            _ => None,
+        };
+        if let Some((radix, prefix)) = radix {
             self.bump();
             self.bump();
             let mut digits = String::new();
-            while let Some(c) = self.peek().filter(|c| c.is_ascii_hexdigit() || *c == '_') {
+            while let Some(c) = self.peek().filter(|c| c.is_digit(radix) || *c == '_') {
                 if c != '_' {
                     digits.push(c);
                 }
                 self.bump();
             }
-            return i64::from_str_radix(&digits, 16)
-                .map(Tok::Int)
-                .map_err(|_| Diagnostic::at("PAR021", format!("invalid hex literal 0x{digits}"), pos));
+            return u64::from_str_radix(&digits, radix)
+                .map(|n| Tok::Int(n as i64))
+                .map_err(|_| Diagnostic::at("PAR021", format!("invalid integer literal {prefix}{digits}"), pos));
         }
         let mut text = String::new();
         let mut is_float = false;

@@ -74,11 +74,13 @@ fn run_here(source: &str, file: &str, entry: &str, args_json: &str) -> Result<St
     let func = program
         .exported_funcs()
         .find(|f| &*f.name == entry)
+        .or_else(|| program.func(entry))
         .cloned()
         .ok_or_else(|| RunError::EntryNotFound(entry.to_string()))?;
     let param = func.params.first().and_then(|p| p.ty.as_ref());
     let arg = argdecode::decode_argument(args_json, param, &program)?;
     let mut interp = eval::Interp::new(program.globals.clone(), eval::DEFAULT_MAX_DEPTH, HashSet::new());
+    interp.bind_top_lets(&program.module).map_err(RunError::Execution)?;
     match interp.call_decl(&func, vec![arg]).map_err(RunError::Execution)? {
         Value::Str(s) => Ok(s.to_string()),
         other => Ok(value::show(&other)),

@@ -75,13 +75,26 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
             if options.relax_modules { warnings.push(d) } else { errors.push(d) }
         }
     }
+    let mut defined: HashMap<Name, Pos> = HashMap::new();
     let mut builder = Builder::default();
     builder.add_std(&stdlib::prelude::MODULE);
     // Whole-module imports first, so that selective imports and local names override them.
     for import in module.imports.iter().filter(|i| i.items.is_none()) {
-        match stdlib::module(&import.path) {
-            Some(m) => builder.add_std(m),
-            None => errors.push(not_found(import)),
+        match (stdlib::module(&import.path), &import.alias) {
+            (Some(m), None) => builder.add_std(m),
+            // `import std/list as L`: one global `L` holding the module's functions, so that
+            // `L.map` is an ordinary field read.
+            (Some(m), Some(alias)) => {
+                if let Some(first) = defined.insert(alias.clone(), import.pos) {
+                    errors.push(Diagnostic::at(
+                        "MOD007",
+                        format!("duplicate definition of '{alias}' (first defined at line {})", first.line),
+                        import.pos,
+                    ));
+                }
+                builder.globals.insert(alias.clone(), qualified(m));
+            }
+            (None, _) => errors.push(not_found(import)),
         }
     }
     let mut imported: HashMap<Name, (String, Pos)> = HashMap::new();
@@ -115,7 +128,6 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
             builder.add_export(local, export);
         }
     }
-    let mut defined: HashMap<Name, Pos> = HashMap::new();
     let mut define = |name: &Name, pos: Pos, errors: &mut Vec<Diagnostic>| {
         if let Some((from, _)) = imported.get(name) {
             errors.push(Diagnostic::at(
@@ -170,6 +182,7 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
                 }
                 builder.globals.insert(f.name.clone(), Value::Func(Rc::new(Callable::Func(f.clone()))));
             }
+            Decl::Let(top) => define(&top.name, top.pos, &mut errors),
             Decl::Test { .. } => {}
         }
     }
@@ -177,6 +190,19 @@ pub fn load(source: &str, file: &str, options: LoadOptions) -> Loaded {
     let warnings = warnings.into_iter().map(|d| d.in_file(file)).collect();
     let program = Program { module, globals: builder.globals, ctor_arity: builder.ctor_arity, types };
     Loaded { program: Some(program), errors, warnings }
+}
+
+/// A std module as one record of its functions, for a qualified import.
+fn qualified(module: &'static StdModule) -> Value {
+    let fields = module
+        .export_names()
+        .into_iter()
+        .filter_map(|name| match module.export(name) {
+            Some(Export::Func(f)) => Some((Name::from(name), Value::Func(Rc::new(Callable::Native(f))))),
+            _ => None,
+        })
+        .collect();
+    Value::record(fields)
 }
 
 fn not_found(import: &Import) -> Diagnostic {

@@ -4,6 +4,7 @@ use crate::ast::*;
 use crate::diag::{Diagnostic, Pos};
 use crate::lexer::{StrPart, Tok, Token, TokenStream};
 use crate::stack;
+use std::cell::Cell;
 use std::rc::Rc;
 
 /// How deeply expressions, patterns and types may nest. Real modules stay far below this;
@@ -414,7 +415,8 @@ impl<'s> Parser<'s> {
         } else {
             None
         };
-        Ok(Import { path, pos, items })
+        let alias = if items.is_none() && self.eat_word("as") { Some(self.binder("a module alias")?.0) } else { None };
+        Ok(Import { path, pos, items, alias })
     }
 
     fn decl(&mut self, annotations: Vec<String>) -> Result<Decl, Diagnostic> {
@@ -433,14 +435,40 @@ impl<'s> Parser<'s> {
                 Tok::Str(parts) => plain_string(&parts).unwrap_or_default(),
                 _ => String::new(),
             };
-            self.expect_sym("=")?;
-            let body = self.expr()?;
+            let body = if self.is_sym("{") {
+                let open = self.bump().pos;
+                self.block(open)?
+            } else {
+                self.expect_sym("=")?;
+                self.expr()?
+            };
             return Ok(Decl::Test { name, body, pos });
+        }
+        if !exported && self.eat_word("let") {
+            return Ok(Decl::Let(self.top_let(pos)?));
         }
         if self.is_word("extern") {
             return Err(Diagnostic::at("PAR001", "extern functions are not supported", pos));
         }
         Err(self.unexpected("a declaration (func, type, test)"))
+    }
+
+    /// `let x[: T] = e` at module level (the `let` is consumed). The reference's retired
+    /// script mode (`let x = e in …` at the top) is refused with a pointer to `func`.
+    fn top_let(&mut self, pos: Pos) -> Result<TopLet, Diagnostic> {
+        let (name, _) = self.binder("a name")?;
+        let ty = if self.eat_sym(":") { Some(self.type_expr()?) } else { None };
+        self.expect_sym("=")?;
+        let value = self.expr()?;
+        if self.is_word("in") {
+            return Err(Diagnostic::at(
+                "PAR001",
+                "a top-level 'let … in' (script mode) is not supported: bind the value with a top-level `let x = …` or put the code in a func",
+                self.pos(),
+            ));
+        }
+        self.eat_sym(";");
+        Ok(TopLet { name, ty, value, pos })
     }
 
     fn starts_decl(&self) -> bool {
@@ -745,6 +773,20 @@ impl<'s> Parser<'s> {
                     _ => PatKind::Tuple(items),
                 }
             }
+            // `::(head, tail)`, the prefix form of `head :: tail`.
+            Tok::Sym("::") if self.nth_is_sym(1, "(") => {
+                self.bump();
+                self.bump();
+                let items = self.comma_list(")", |p| p.pattern())?;
+                let [head, tail]: [Pattern; 2] = items.try_into().map_err(|items: Vec<Pattern>| {
+                    Diagnostic::at(
+                        "PAR001",
+                        format!("'::(…)' takes a head and a tail pattern, found {}", items.len()),
+                        pos,
+                    )
+                })?;
+                PatKind::Cons(Box::new(head), Box::new(tail))
+            }
             Tok::Sym("[") => {
                 self.bump();
                 let mut items = Vec::new();
@@ -892,7 +934,7 @@ impl<'s> Parser<'s> {
             match self.peek().tok {
                 Tok::Int(n) => {
                     self.bump();
-                    let lit = Expr { kind: ExprKind::Int(n.wrapping_neg()), pos };
+                    let lit = Expr { kind: ExprKind::Int(n.wrapping_neg(), Cell::new(false)), pos };
                     return self.postfix_from(lit);
                 }
                 Tok::Float(f) => {
@@ -943,7 +985,7 @@ impl<'s> Parser<'s> {
         let kind = match tok {
             Tok::Int(n) => {
                 self.bump();
-                ExprKind::Int(n)
+                ExprKind::Int(n, Cell::new(false))
             }
             Tok::Float(f) => {
                 self.bump();
@@ -1119,7 +1161,7 @@ impl<'s> Parser<'s> {
             let base = Expr { kind: ExprKind::Var(base), pos: bpos };
             return Ok(Expr { kind: ExprKind::RecordUpdate(Box::new(base), fields), pos });
         }
-        if self.is_word("let") || self.is_word("letrec") {
+        if self.is_word("let") || self.is_word("letrec") || self.is_word("assert") {
             return self.block(pos);
         }
         // `{ expr | f: v }` updates any record expression; otherwise `expr` opens a block.
@@ -1153,7 +1195,11 @@ impl<'s> Parser<'s> {
                 let kind = ExprKind::Let { pat, value: Box::new(value), body: Box::new(body), recursive };
                 return Ok(Stmt::Expr(Expr { kind, pos }));
             }
-            return Ok(Stmt::Let { pat, value, pos });
+            return Ok(Stmt::Let { pat, value, pos, recursive });
+        }
+        // `assert` is a keyword at the start of a statement, as in the reference.
+        if self.eat_word("assert") {
+            return Ok(Stmt::Assert(self.expr()?));
         }
         Ok(Stmt::Expr(self.expr()?))
     }

@@ -50,6 +50,7 @@ pub fn enter(budget: Option<usize>) -> Region {
 }
 
 /// True when the stack used since the region began exceeds its budget.
+#[inline(always)]
 pub fn exhausted() -> bool {
     let base = BASE.with(|b| b.get());
     if base == 0 {

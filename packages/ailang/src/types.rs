@@ -120,8 +120,18 @@ struct VarInfo {
 pub enum UnifyError {
     Mismatch(Ty, Ty),
     Occurs(Ty, Ty),
-    MissingLabel { label: Name, has: Vec<Name>, effect: bool },
-    Class { class: u8, ty: Ty },
+    /// `label` is in one row and not the other; `has` lists the other's labels. `extra`: the
+    /// label is the second (found) row's, which the first (expected, closed) does not allow.
+    MissingLabel {
+        label: Name,
+        has: Vec<Name>,
+        effect: bool,
+        extra: bool,
+    },
+    Class {
+        class: u8,
+        ty: Ty,
+    },
 }
 
 /// A polymorphic type: `vars` are quantified.
@@ -389,28 +399,29 @@ impl Subst {
             la.iter().filter(|(k, _)| !lb.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
         let only_b: BTreeMap<Name, Ty> =
             lb.iter().filter(|(k, _)| !la.contains_key(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-        let missing = |label: &Name, has: &BTreeMap<Name, Ty>| UnifyError::MissingLabel {
+        let missing = |label: &Name, has: &BTreeMap<Name, Ty>, extra: bool| UnifyError::MissingLabel {
             label: label.clone(),
             has: has.keys().cloned().collect(),
             effect,
+            extra,
         };
         match (ta, tb) {
             (Some(x), Some(y)) if x == y => match (only_a.keys().next(), only_b.keys().next()) {
-                (Some(k), _) => Err(missing(k, &lb)),
-                (_, Some(k)) => Err(missing(k, &la)),
+                (Some(k), _) => Err(missing(k, &lb, false)),
+                (_, Some(k)) => Err(missing(k, &la, true)),
                 _ => Ok(()),
             },
             (None, None) => match (only_a.keys().next(), only_b.keys().next()) {
-                (Some(k), _) => Err(missing(k, &lb)),
-                (_, Some(k)) => Err(missing(k, &la)),
+                (Some(k), _) => Err(missing(k, &lb, false)),
+                (_, Some(k)) => Err(missing(k, &la, true)),
                 _ => Ok(()),
             },
             (Some(x), None) => match only_a.keys().next() {
-                Some(k) => Err(missing(k, &lb)),
+                Some(k) => Err(missing(k, &lb, false)),
                 None => self.bind(x, &Ty::row(only_b, None)),
             },
             (None, Some(y)) => match only_b.keys().next() {
-                Some(k) => Err(missing(k, &la)),
+                Some(k) => Err(missing(k, &la, true)),
                 None => self.bind(y, &Ty::row(only_a, None)),
             },
             (Some(x), Some(y)) => {

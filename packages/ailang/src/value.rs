@@ -67,11 +67,12 @@ pub enum Callable {
         lambda: Rc<Lambda>,
         env: Env,
     },
-    /// A `letrec`-bound lambda that sees itself under `name`.
+    /// A `letrec`-bound lambda: lambda `index` of its group, whose members (one `letrec`, or
+    /// consecutive `letrec`s of one block) see each other by name.
     RecClosure {
-        lambda: Rc<Lambda>,
+        group: Rc<[(Name, Rc<Lambda>)]>,
+        index: usize,
         env: Env,
-        name: Name,
     },
     Native(&'static NativeFn),
     /// A constructor used as a function; `float_fields` marks fields declared `float`.

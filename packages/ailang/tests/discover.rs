@@ -70,7 +70,7 @@ fn builtins_list_and_show_in_text_and_json() {
         "std/json.encode\n  signature:   (Json) -> string\n  effect:      none (pure)\n  description: JSON text, no whitespace, keys in list order\n  import:      import std/json (encode)\n"
     );
     let several = ailang(&["builtins", "show", "length", "--json"]);
-    assert_eq!(several.stdout.matches("\"name\":\"length\"").count(), 3, "{}", several.stdout);
+    assert_eq!(several.stdout.matches("\"name\":\"length\"").count(), 4, "{}", several.stdout);
     let missing = ailang(&["builtins", "show", "lenght"]);
     assert_eq!(missing.code, 1);
     assert!(missing.stderr.starts_with("Error: no std function named 'lenght'"), "{}", missing.stderr);

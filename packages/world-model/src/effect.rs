@@ -98,10 +98,17 @@ impl EffectRecord {
         record
     }
 
-    /// An allowed effect whose handler failed: debited all the same, no result.
-    pub fn failed(requirement: &AccessTriple, budget_before: i64, request_ref: HashRef) -> Self {
+    /// An allowed effect whose handler refused or failed: debited all the same. Its result,
+    /// when there is one, holds the handler's reason (`{"ok":false,"refused":…}`).
+    pub fn failed(
+        requirement: &AccessTriple,
+        budget_before: i64,
+        request_ref: HashRef,
+        result_ref: Option<HashRef>,
+    ) -> Self {
         let mut record = EffectRecord::allowed(requirement, budget_before, request_ref);
         record.failed = true;
+        record.result_ref = result_ref;
         record
     }
 
@@ -149,7 +156,7 @@ impl EffectRecord {
 
     /// The consistency law (§6.1), one row per kind of record:
     /// allowed ∧ ¬failed ⇒ no denial, after = before − cost, a result;
-    /// allowed ∧ failed ⇒ no denial, after = before − cost, no result;
+    /// allowed ∧ failed ⇒ no denial, after = before − cost, a result or none (the reason);
     /// ¬allowed ⇒ ¬failed, a denial label, after = before, no result.
     pub fn check(&self) -> Result<(), RecordLawError> {
         let row = match (self.allowed, self.failed) {
@@ -168,11 +175,9 @@ impl EffectRecord {
                     self.budget_before, self.cost, self.budget_after
                 ),
             )?;
-            if self.failed {
-                law(self.result_ref.is_none(), "a failed effect has no resultRef".into())
-            } else {
-                law(self.result_ref.is_some(), "a succeeded effect has a resultRef".into())
-            }
+            // A failed effect's result, when present, is the handler's reason; records written
+            // before reasons were kept have none, and both stay valid.
+            law(self.failed || self.result_ref.is_some(), "a succeeded effect has a resultRef".into())
         } else {
             law(!self.failed, "a denied effect never ran, so it cannot have failed".into())?;
             law(!self.denial.is_empty(), "a denied effect names its denial".into())?;
@@ -479,11 +484,16 @@ mod tests {
     #[test]
     fn the_constructors_obey_the_consistency_law() {
         let ok = EffectRecord::ok(&read(), 3, r("req"), r("res"));
-        let failed = EffectRecord::failed(&read(), 3, r("req"));
+        let failed = EffectRecord::failed(&read(), 3, r("req"), None);
+        let refused = EffectRecord::failed(&read(), 3, r("req"), Some(r("why")));
         let denied = EffectRecord::denied(&read(), 0, Denial::Budget, r("req"));
-        for record in [&ok, &failed, &denied] {
+        for record in [&ok, &failed, &refused, &denied] {
             assert_eq!(record.check(), Ok(()), "{record:?}");
         }
+        assert_eq!(
+            (refused.budget_after, refused.status(), refused.result_ref),
+            (2, EffectStatus::Failed, Some(r("why")))
+        );
         assert_eq!((ok.budget_after, ok.allowed, ok.failed, ok.result_ref), (2, true, false, Some(r("res"))));
         assert_eq!((failed.budget_after, failed.allowed, failed.failed, failed.result_ref), (2, true, true, None));
         assert_eq!(
@@ -497,7 +507,7 @@ mod tests {
     #[test]
     fn every_breach_of_the_consistency_law_is_refused() {
         let ok = EffectRecord::ok(&read(), 3, r("req"), r("res"));
-        let failed = EffectRecord::failed(&read(), 3, r("req"));
+        let failed = EffectRecord::failed(&read(), 3, r("req"), None);
         let denied = EffectRecord::denied(&read(), 3, Denial::Scope, r("req"));
         let rows: Vec<(&str, EffectRecord, &str, &str)> = vec![
             (
@@ -541,12 +551,6 @@ mod tests {
                 EffectRecord { budget_after: 3, ..failed.clone() },
                 "failed",
                 "budgetAfter must be budgetBefore 3 minus cost 1, not 3",
-            ),
-            (
-                "failed with a result",
-                EffectRecord { result_ref: Some(r("res")), ..failed.clone() },
-                "failed",
-                "a failed effect has no resultRef",
             ),
             (
                 "denied and failed",
@@ -604,9 +608,15 @@ mod tests {
                 ),
             ),
             (
-                EffectRecord::failed(&read(), 3, req),
+                EffectRecord::failed(&read(), 3, req, None),
                 format!(
                     r#"{{"allowed":true,"budgetAfter":2,"budgetBefore":3,"cost":1,"denial":"","effect":"Workspace.Read","failed":true,"requestRef":"{req}","resultRef":"","scope":"worktree"}}"#
+                ),
+            ),
+            (
+                EffectRecord::failed(&read(), 3, req, Some(res)),
+                format!(
+                    r#"{{"allowed":true,"budgetAfter":2,"budgetBefore":3,"cost":1,"denial":"","effect":"Workspace.Read","failed":true,"requestRef":"{req}","resultRef":"{res}","scope":"worktree"}}"#
                 ),
             ),
             (
@@ -626,7 +636,7 @@ mod tests {
     #[test]
     fn decoding_refuses_what_is_not_a_record() {
         let good: serde_json::Value =
-            serde_json::from_slice(&EffectRecord::failed(&read(), 3, r("req")).encode().unwrap()).unwrap();
+            serde_json::from_slice(&EffectRecord::failed(&read(), 3, r("req"), None).encode().unwrap()).unwrap();
         let edit = |key: &str, value: Option<serde_json::Value>| {
             let mut wire = good.clone();
             match value {

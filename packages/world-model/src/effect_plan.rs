@@ -342,7 +342,33 @@ pub struct EffectResult {
     pub effect: String,
     pub status: EffectStatus,
     pub record: HashRef,
+    /// The handler's output: what it answered for an `ok` effect, its reason
+    /// (`{"ok":false,"refused":…}`) for a `failed` one; none for a denied effect.
     pub output: Option<Vec<u8>>,
+    /// Why a `denied` effect was denied, so the finish phase can say so.
+    pub denial: Option<DenialDetail>,
+}
+
+/// A denial as the finish phase reads it: the record's label (`denied:budget`, …), the
+/// chosen grant's budget and what this episode has spent of it, and the episode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DenialDetail {
+    pub reason: String,
+    pub budget: i64,
+    pub spent: i64,
+    pub episode: String,
+}
+
+impl DenialDetail {
+    /// Canonical JSON of `{budget, episode, reason, spent}`.
+    pub fn encode(&self) -> Vec<u8> {
+        crate::canonical::canonical_value(&serde_json::json!({
+            "budget": self.budget,
+            "episode": self.episode,
+            "reason": self.reason,
+            "spent": self.spent,
+        }))
+    }
 }
 
 /// Why an effectful call's output (or its finish input) could not be made.
@@ -373,9 +399,11 @@ pub fn plan_input(args: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The finish phase's input, `{"args":…,"phase":"finish","results":[{"effect","id","output",
-/// "record","status"}…]}` in plan order; `output` is the canonical handler output, `null`
-/// for an effect that did not succeed. `args` must be canonical, as for [`plan_input`].
+/// The finish phase's input, `{"args":…,"phase":"finish","results":[{"denial"?,"effect","id",
+/// "output","record","status"}…]}` in plan order; `output` is the canonical handler output
+/// (for a `failed` effect, the handler's reason), `null` when there is none; `denial`
+/// (`{budget, episode, reason, spent}`) only for a denied effect. `args` must be canonical,
+/// as for [`plan_input`].
 /// The list is written even when empty (the reference omits it then, but L7 means a finish
 /// phase always follows at least one effect).
 pub fn finish_input(args: &[u8], results: &[EffectResult]) -> Result<Vec<u8>, ComposeError> {
@@ -388,10 +416,16 @@ pub fn finish_input(args: &[u8], results: &[EffectResult]) -> Result<Vec<u8>, Co
             out.push(b',');
         }
         let output = match (&result.status, &result.output) {
-            (EffectStatus::Ok, Some(output)) => canonical_output(&result.id, output)?,
+            (EffectStatus::Ok | EffectStatus::Failed, Some(output)) => canonical_output(&result.id, output)?,
             _ => b"null".to_vec(),
         };
-        out.extend_from_slice(b"{\"effect\":");
+        out.push(b'{');
+        if let (EffectStatus::Denied, Some(denial)) = (&result.status, &result.denial) {
+            out.extend_from_slice(b"\"denial\":");
+            out.extend_from_slice(&denial.encode());
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"effect\":");
         out.extend_from_slice(&json_string(&result.effect));
         out.extend_from_slice(b",\"id\":");
         out.extend_from_slice(&json_string(&result.id));
@@ -428,7 +462,7 @@ pub fn world_block(plan_ref: &HashRef, results: &[EffectResult]) -> Vec<u8> {
 /// The body is the plan's `result` when it has no effects; the finish output when it asks
 /// for a finish phase (`finish_output` is that phase's output, raw or already admitted: the
 /// finish law is applied here either way); otherwise the handler's output for an `ok` effect
-/// (an object) and `{}` for one that was denied or failed. `results` are the plan's effects
+/// (an object), its reason for a `failed` one that has it, and `{}` otherwise. `results` are the plan's effects
 /// in plan order.
 pub fn compose_output(
     plan: &AdmittedPlan,
@@ -445,6 +479,13 @@ pub fn compose_output(
             .ok_or_else(|| ComposeError::Mismatch("a plan without effects has no result object".into()))?,
         (false, true, Some(output)) => admit_finish(output)?,
         (false, false, None) => match results.first() {
+            Some(EffectResult { status: EffectStatus::Failed, id, output: Some(output), .. }) => {
+                let canonical = canonical_output(id, output)?;
+                if canonical.first() != Some(&b'{') {
+                    return Err(ComposeError::OutputNotObject { id: id.clone(), found: kind(&canonical) });
+                }
+                canonical
+            }
             Some(EffectResult { status: EffectStatus::Ok, id, output, .. }) => {
                 let output = output
                     .as_deref()
@@ -723,6 +764,7 @@ mod tests {
             status,
             record: record(id),
             output: output.map(|o| o.as_bytes().to_vec()),
+            denial: None,
         }
     }
 
@@ -747,6 +789,30 @@ mod tests {
             );
             assert_eq!(String::from_utf8(input).unwrap(), expected);
         }
+    }
+
+    #[test]
+    fn a_finish_input_carries_a_failed_effects_reason_and_a_denials_numbers() {
+        let failed = result("e1", EffectStatus::Failed, Some(r#"{"refused":"no such file","ok":false}"#));
+        let input = finish_input(b"{}", &[failed]).unwrap();
+        assert_eq!(
+            String::from_utf8(input).unwrap(),
+            format!(
+                r#"{{"args":{{}},"phase":"finish","results":[{{"effect":"Workspace.Read","id":"e1","output":{{"ok":false,"refused":"no such file"}},"record":"{}","status":"failed"}}]}}"#,
+                record("e1")
+            )
+        );
+        let denial = DenialDetail { reason: "denied:budget".into(), budget: 3, spent: 3, episode: "ep1".into() };
+        let denied = EffectResult { denial: Some(denial), ..result("e1", EffectStatus::Denied, None) };
+        let input = finish_input(b"{}", &[denied]).unwrap();
+        assert_eq!(
+            String::from_utf8(input.clone()).unwrap(),
+            format!(
+                r#"{{"args":{{}},"phase":"finish","results":[{{"denial":{{"budget":3,"episode":"ep1","reason":"denied:budget","spent":3}},"effect":"Workspace.Read","id":"e1","output":null,"record":"{}","status":"denied"}}]}}"#,
+                record("e1")
+            )
+        );
+        assert_eq!(canonicalize(&input, usize::MAX).unwrap(), input);
     }
 
     #[test]
@@ -819,6 +885,13 @@ mod tests {
                 vec![result("e1", EffectStatus::Failed, None)],
                 None,
                 format!(r#"{{"world":{}}}"#, block("failed")),
+            ),
+            (
+                "failed with the handler's reason, no finish: the reason is the body",
+                admitted(one(read("e1"))),
+                vec![result("e1", EffectStatus::Failed, Some(r#"{"refused":"gone","ok":false}"#))],
+                None,
+                format!(r#"{{"ok":false,"refused":"gone","world":{}}}"#, block("failed")),
             ),
             (
                 "finish: the finish output, law-checked and canonicalised",

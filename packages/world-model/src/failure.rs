@@ -87,6 +87,54 @@ pub enum FailureCode {
     CapacityExceeded,
 }
 
+/// Who must act on a failure, which sets the level of the line the core logs for it: ERROR and
+/// WARN are for what an operator must act on, never for a request the caller can correct.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Concern {
+    /// A refused request, or a transition's own outcome: the caller acts on the answer (INFO).
+    Caller,
+    /// An outcome an operator should look into: a commit left uncertain, no genesis yet, a
+    /// slow or lost store (WARN).
+    Operator,
+    /// The service itself failed: the store, the registry, an interpreter that no longer
+    /// matches its pin (ERROR).
+    Service,
+}
+
+impl FailureCode {
+    /// Who must act on this failure.
+    pub fn concern(&self) -> Concern {
+        match self {
+            FailureCode::SessionAbsent
+            | FailureCode::SessionMalformed
+            | FailureCode::SessionUnknown
+            | FailureCode::SessionExpired
+            | FailureCode::InvalidParams
+            | FailureCode::NotAuthorized
+            | FailureCode::ProposalMismatch
+            | FailureCode::TaskIdUsed
+            | FailureCode::EffectsUnsupported
+            | FailureCode::Incompatible
+            | FailureCode::ExecutionFailed
+            | FailureCode::OutputNotObject
+            | FailureCode::Deadline
+            | FailureCode::HeadMoved
+            | FailureCode::BadRequest
+            | FailureCode::NotFound
+            | FailureCode::HeadConflict
+            | FailureCode::PayloadTooLarge
+            | FailureCode::CapacityExceeded => Concern::Caller,
+            FailureCode::EffectsUnrecorded
+            | FailureCode::WorldAbsent
+            | FailureCode::Unconfirmed
+            | FailureCode::NotCommitted
+            | FailureCode::Timeout
+            | FailureCode::CommitUncertain => Concern::Operator,
+            FailureCode::Unavailable | FailureCode::Internal => Concern::Service,
+        }
+    }
+}
+
 impl FailureCode {
     pub const ALL: [FailureCode; 27] = [
         FailureCode::SessionAbsent,
@@ -387,6 +435,29 @@ impl std::error::Error for Failure {}
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_failures_of_the_service_or_its_store_concern_an_operator() {
+        let operator = [
+            FailureCode::EffectsUnrecorded,
+            FailureCode::WorldAbsent,
+            FailureCode::Unconfirmed,
+            FailureCode::NotCommitted,
+            FailureCode::Timeout,
+            FailureCode::CommitUncertain,
+        ];
+        let service = [FailureCode::Unavailable, FailureCode::Internal];
+        for code in FailureCode::ALL {
+            let want = if service.contains(&code) {
+                Concern::Service
+            } else if operator.contains(&code) {
+                Concern::Operator
+            } else {
+                Concern::Caller
+            };
+            assert_eq!(code.concern(), want, "{code:?}");
+        }
+    }
+
     use super::*;
 
     /// The seed's A2A error table, row for row.

@@ -21,18 +21,27 @@ pub const SE_TOOLS_EFFECTS: [&str; 6] =
 /// The budget a preset grants each effect when none is given.
 pub const PRESET_BUDGET: i64 = 50;
 
+/// What reading other episodes' calls takes: `Log.Read` at scope `world`. A read costs nothing,
+/// so the grant's budget is never debited; it only has to be live.
+pub const LOG_READ: (&str, &str) = ("Log.Read", "world");
+
 /// The grants a named session preset stands for: `se-tools` is one grant per coding-tool
-/// effect at scope `worktree`, each with `budget` calls.
+/// effect at scope `worktree`, each with `budget` calls; `operator` is `Log.Read` at `world`.
 pub fn preset_grants(name: &str, budget: i64, expires_at: i64) -> Option<Vec<Grant>> {
+    let grant =
+        |effect: &str, scope: &str| Grant { effect: effect.to_owned(), scope: scope.to_owned(), budget, expires_at };
     match name {
-        "se-tools" => Some(
-            SE_TOOLS_EFFECTS
-                .iter()
-                .map(|effect| Grant { effect: (*effect).to_owned(), scope: "worktree".to_owned(), budget, expires_at })
-                .collect(),
-        ),
+        "se-tools" => Some(SE_TOOLS_EFFECTS.iter().map(|effect| grant(effect, "worktree")).collect()),
+        "operator" => Some(vec![grant(LOG_READ.0, LOG_READ.1)]),
         _ => None,
     }
+}
+
+/// Whether `grants` let a session read every episode's calls, not only its own: the grant law
+/// allows `Log.Read` at `world` at cost 0, so any live grant of it does, whatever its budget.
+pub fn reads_every_episode(grants: &[Grant], now: i64) -> bool {
+    let (effect, scope) = LOG_READ;
+    grants_allow(grants, &AccessTriple { effect: effect.to_owned(), scope: scope.to_owned(), cost: 0 }, now)
 }
 
 /// Why `--grant EFFECT=SCOPE:BUDGET` text was refused; texts match the reference CLI.
@@ -291,6 +300,28 @@ mod tests {
         assert_eq!(effects, SE_TOOLS_EFFECTS);
         assert!(grants.iter().all(|g| g.scope == "worktree" && g.budget == 7 && g.expires_at == 100));
         assert_eq!(preset_grants("other", 1, 1), None);
+    }
+
+    #[test]
+    fn the_operator_preset_reads_every_episode_and_nothing_else_does() {
+        let operator = preset_grants("operator", 0, 100).expect("a known preset");
+        assert_eq!(operator, vec![grant("Log.Read", "world", 0, 100)]);
+        let table: &[(&[Grant], i64, bool)] = &[
+            (&operator, 99, true),
+            // Budget plays no part: a read costs nothing.
+            (&[grant("Log.Read", "world", 5, 100)], 99, true),
+            (&[grant("Workspace.Read", "worktree", 5, 100), grant("Log.Read", "world", 0, 100)], 99, true),
+            // Expired at its expiry, like every grant.
+            (&operator, 100, false),
+            (&[grant("Log.Read", "worktree", 5, 100)], 99, false),
+            (&[grant("log.read", "world", 5, 100)], 99, false),
+            (&[grant("Log.Read", "world", -1, 100)], 99, false),
+            (&preset_grants("se-tools", 50, 100).unwrap(), 99, false),
+            (&[], 99, false),
+        ];
+        for (grants, now, reads) in table {
+            assert_eq!(reads_every_episode(grants, *now), *reads, "{grants:?} at {now}");
+        }
     }
 
     #[test]

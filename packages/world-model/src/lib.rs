@@ -22,6 +22,7 @@ pub mod hashref;
 pub mod ids;
 pub mod ledger;
 pub mod mcp_name;
+pub mod oauth;
 pub mod registry;
 
 pub use budget::{BudgetLedger, DebitError, seed_grants};
@@ -34,17 +35,17 @@ pub use effect::{
     invocation_id as effect_invocation_id, parse_invocation_id as parse_effect_invocation_id, request_payload,
 };
 pub use effect_plan::{
-    AdmittedPlan, ComposeError, EFFECT_PLAN, EffectResult, EffectStatus, Law, PlanLawError, PlannedEffect,
-    admit_finish, admit_plan, compose_output, finish_input, plan_input, world_block,
+    AdmittedPlan, ComposeError, DenialDetail, EFFECT_PLAN, EffectResult, EffectStatus, Law, PlanLawError,
+    PlannedEffect, admit_finish, admit_plan, compose_output, finish_input, plan_input, world_block,
 };
-pub use failure::{Failure, FailureCode};
+pub use failure::{Concern, Failure, FailureCode};
 pub use grant::{
-    AccessTriple, Decision, Denial, Grant, GrantParseError, PRESET_BUDGET, SE_TOOLS_EFFECTS, Selection, decide,
-    grants_allow, preset_grants, select_grant,
+    AccessTriple, Decision, Denial, Grant, GrantParseError, LOG_READ, PRESET_BUDGET, SE_TOOLS_EFFECTS, Selection,
+    decide, grants_allow, preset_grants, reads_every_episode, select_grant,
 };
 pub use hashref::{HashRef, HashRefError, semantic_interface_hash};
 pub use ids::{Episode, IdError, Surface, TaskId, TransitionId, invocation_id};
 pub use ledger::{EntryHeader, entry_hash, world_ref};
 pub use mcp_name::{McpNameError, escape, escape_surface, unescape};
-pub use quote::go_quote;
+pub use quote::{LOG_TEXT_CHARS, go_quote, quote_for_log};
 pub use registry::{Descriptor, EpochRegistry, RegistryError, Revision, Schema, release_of};

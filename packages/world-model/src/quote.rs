@@ -43,6 +43,19 @@ pub fn go_quote(text: &str) -> String {
     out
 }
 
+/// How many characters of a caller-chosen text a log line keeps.
+pub const LOG_TEXT_CHARS: usize = 200;
+
+/// A caller-chosen `text` for a log line: quoted as [`go_quote`] quotes it (so it cannot forge
+/// a line or a field), and cut to its first [`LOG_TEXT_CHARS`] characters, saying how long it
+/// was, so it cannot fill the log either.
+pub fn quote_for_log(text: &str) -> String {
+    match text.char_indices().nth(LOG_TEXT_CHARS) {
+        None => go_quote(text),
+        Some((cut, _)) => format!("{}… ({} bytes)", go_quote(&text[..cut]), text.len()),
+    }
+}
+
 fn is_non_printable(c: char) -> bool {
     let cp = c as u32;
     c.is_control()
@@ -61,7 +74,16 @@ fn is_non_printable(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::go_quote;
+    use super::{LOG_TEXT_CHARS, go_quote, quote_for_log};
+
+    #[test]
+    fn log_text_is_quoted_and_cut() {
+        assert_eq!(quote_for_log("task id\nwith a break"), r#""task id\nwith a break""#);
+        let long = "é".repeat(LOG_TEXT_CHARS + 50);
+        let shown = quote_for_log(&long);
+        assert_eq!(shown, format!("\"{}\"… ({} bytes)", "é".repeat(LOG_TEXT_CHARS), long.len()));
+        assert_eq!(quote_for_log(&"a".repeat(LOG_TEXT_CHARS)), go_quote(&"a".repeat(LOG_TEXT_CHARS)));
+    }
 
     #[test]
     fn go_quote_matches_strconv_quote() {

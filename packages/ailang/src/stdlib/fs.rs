@@ -39,6 +39,11 @@ pub static MODULE: StdModule = StdModule {
             require(it, "FS")?;
             exists(as_str(&a[0], "exists")?).map(Value::Bool)
         }),
+        // The reference's name for `exists` (a reserved word there).
+        native("fileExists", 1, |it, a| {
+            require(it, "FS")?;
+            exists(as_str(&a[0], "fileExists")?).map(Value::Bool)
+        }),
         native("listDir", 1, |it: &mut Interp, a| {
             require(it, "FS")?;
             let names = list_dir(as_str(&a[0], "listDir")?)?;

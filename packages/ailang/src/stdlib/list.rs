@@ -50,6 +50,26 @@ pub static MODULE: StdModule = StdModule {
             }
             Ok(acc)
         }),
+        native("mapAccumL", 3, |it, a| {
+            // f(state, x) = (y, state'); the result is (ys, final state).
+            let mut state = a[1].clone();
+            let mut out = Vec::new();
+            for x in items(&a[2])? {
+                match it.apply(&a[0], vec![state, x])? {
+                    Value::Tuple(pair) if pair.0.len() == 2 => {
+                        out.push(pair.0[0].clone());
+                        state = pair.0[1].clone();
+                    }
+                    other => {
+                        return Err(type_error(format!(
+                            "mapAccumL: the function must return a pair (output, state), got {}",
+                            other.type_name()
+                        )));
+                    }
+                }
+            }
+            Ok(Value::Tuple(std::rc::Rc::new(Seq(vec![Value::list(out), state]))))
+        }),
         native("flatMap", 2, flat_map),
         native("flatMapE", 2, flat_map),
         native("forEachE", 2, |it, a| {

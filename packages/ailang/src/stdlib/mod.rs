@@ -1,5 +1,6 @@
 //! The standard library, as native modules. Only `std/*` paths exist.
 
+pub mod array;
 pub mod bytes;
 pub mod catalog;
 pub mod fs;
@@ -57,6 +58,7 @@ pub static MODULES: &[&StdModule] = &[
     &math::MODULE,
     &io::MODULE,
     &fs::MODULE,
+    &array::MODULE,
 ];
 
 pub fn module(path: &str) -> Option<&'static StdModule> {

@@ -1,5 +1,7 @@
 //! Names every module sees without importing: `show`, the number conversions, `print`, and
-//! the Option/Result types with their constructors.
+//! the Option/Result types with their constructors. `_io_print`, `_io_println` and `_str_eq`
+//! are the reference's internal names for the printers and string equality, which its own
+//! examples call directly.
 
 use super::math::{float_to_int_native, int_to_float};
 use super::{StdModule, StdType, native};
@@ -19,6 +21,9 @@ pub static MODULE: StdModule = StdModule {
         native("floatToInt", 1, float_to_int_native),
         native("print", 1, |it, a| print(it, &a[0], false)),
         native("println", 1, |it, a| print(it, &a[0], true)),
+        native("_io_print", 1, |it, a| print(it, &a[0], false)),
+        native("_io_println", 1, |it, a| print(it, &a[0], true)),
+        native("_str_eq", 2, |_, a| Ok(Value::Bool(as_str(&a[0], "_str_eq")? == as_str(&a[1], "_str_eq")?))),
     ],
 };
 

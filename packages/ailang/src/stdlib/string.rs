@@ -45,6 +45,39 @@ pub static MODULE: StdModule = StdModule {
         native("floatToStr", 1, |_, a| Ok(Value::str(show_float(as_float(&a[0], "floatToStr")?)))),
         native("split", 2, |_, a| Ok(strings(split(as_str(&a[0], "split")?, as_str(&a[1], "split")?)))),
         native("chars", 1, |_, a| Ok(strings(as_str(&a[0], "chars")?.chars().map(String::from).collect()))),
+        native("foldChars", 3, |it, a| {
+            let s = as_str(&a[2], "foldChars")?.clone();
+            let mut acc = a[1].clone();
+            let mut buf = [0u8; 4];
+            for c in s.chars() {
+                acc = it.apply(&a[0], vec![acc, Value::str(&*c.encode_utf8(&mut buf))])?;
+            }
+            Ok(acc)
+        }),
+        native("charAt", 2, |_, a| {
+            let (s, i) = (as_str(&a[0], "charAt")?, as_int(&a[1], "charAt")?);
+            let found = usize::try_from(i).ok().and_then(|i| s.chars().nth(i));
+            match found {
+                Some(c) => Ok(Value::str(c.to_string())),
+                None => Err(crate::Diagnostic::new(
+                    "RT_INDEX",
+                    format!("charAt: index {i} out of bounds for string of length {}", s.chars().count()),
+                    None,
+                )),
+            }
+        }),
+        native("charCode", 1, |_, a| {
+            let s = as_str(&a[0], "charCode")?;
+            let mut chars = s.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => Ok(Value::Int(c as i64)),
+                _ => Err(crate::Diagnostic::new(
+                    "RT_TYPE",
+                    format!("charCode: expected a one-character string, got {} characters", s.chars().count()),
+                    None,
+                )),
+            }
+        }),
         native("join", 2, |_, a| {
             let delim = as_str(&a[0], "join")?;
             let parts = string_items(&a[1], "join")?;
@@ -69,8 +102,67 @@ pub static MODULE: StdModule = StdModule {
             let (s, old, new) = (as_str(&a[0], "replace")?, as_str(&a[1], "replace")?, as_str(&a[2], "replace")?);
             Ok(Value::str(if old.is_empty() { s.to_string() } else { s.replace(&**old, new) }))
         }),
+        native("replaceMany", 2, |_, a| {
+            let s = as_str(&a[0], "replaceMany")?;
+            let mut pairs = Vec::new();
+            for pair in as_list(&a[1], "replaceMany")?.iter() {
+                match pair {
+                    Value::Tuple(t) if t.0.len() == 2 => {
+                        pairs.push((as_str(&t.0[0], "replaceMany")?.clone(), as_str(&t.0[1], "replaceMany")?.clone()));
+                    }
+                    other => {
+                        return Err(type_error(format!(
+                            "replaceMany: expected (from, to) pairs, got {}",
+                            other.type_name()
+                        )));
+                    }
+                }
+            }
+            Ok(Value::str(replace_many(s, &pairs)))
+        }),
+        native("foldSlices", 4, |it, a| {
+            let (s, delim) = (as_str(&a[0], "foldSlices")?.clone(), as_str(&a[1], "foldSlices")?.clone());
+            let mut acc = a[2].clone();
+            for piece in split(&s, &delim) {
+                acc = it.apply(&a[3], vec![acc, Value::str(piece)])?;
+            }
+            Ok(acc)
+        }),
+        native("mapSlicesJoin", 3, |it, a| {
+            let (s, delim) = (as_str(&a[0], "mapSlicesJoin")?.clone(), as_str(&a[1], "mapSlicesJoin")?.clone());
+            let mut out = Vec::new();
+            for piece in split(&s, &delim) {
+                out.push(as_str(&it.apply(&a[2], vec![Value::str(piece)])?, "mapSlicesJoin")?.to_string());
+            }
+            Ok(Value::str(out.join(&*delim)))
+        }),
+        native("startsWithIgnoreCase", 2, |_, a| {
+            let (s, prefix) = (as_str(&a[0], "startsWithIgnoreCase")?, as_str(&a[1], "startsWithIgnoreCase")?);
+            let mut chars = s.chars().flat_map(char::to_lowercase);
+            Ok(Value::Bool(prefix.chars().flat_map(char::to_lowercase).all(|p| chars.next() == Some(p))))
+        }),
     ],
 };
+
+/// Every `from` replaced by its `to` in one left-to-right pass: at each position the first
+/// pair (in list order) that matches wins, and replaced text is not scanned again.
+fn replace_many(s: &str, pairs: &[(std::rc::Rc<str>, std::rc::Rc<str>)]) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        match pairs.iter().find(|(from, _)| !from.is_empty() && rest.starts_with(&**from)) {
+            Some((from, to)) => {
+                out.push_str(to);
+                rest = &rest[from.len()..];
+            }
+            None => {
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    out
+}
 
 fn strings(items: Vec<String>) -> Value {
     Value::list(items.into_iter().map(Value::str).collect())
