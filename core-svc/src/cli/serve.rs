@@ -189,7 +189,8 @@ pub async fn build_core(
 ) -> Result<Arc<Core>, Failed> {
     let CoreOptions { ailang_bin, artifacts, workspace_root, tool_ailang_bin, examples_dir, capsule_dir, limits } =
         options;
-    remove_leftover_roots().await;
+    let roots = world_core::capsule::roots_dir(capsule_dir);
+    remove_leftover_roots(roots.clone()).await;
     recover(store).await?;
     let Some(binary) = ailang_bin else {
         if workspace_root.is_some() {
@@ -217,7 +218,6 @@ pub async fn build_core(
             None
         }
     };
-    let roots = world_core::capsule::roots_dir(capsule_dir);
     tracing::info!(roots = %roots.display(), "capsule roots are made here");
     let core = Core::with_coordinator(store.clone(), Capsule { interpreter: verified, slots, roots }, limits, effects);
     world_core::effects::recovery::report_pending(&core.store, &core.metrics)
@@ -226,10 +226,10 @@ pub async fn build_core(
     Ok(Arc::new(core))
 }
 
-/// Capsule and tool roots a killed core left in the temporary directory go before this core
-/// makes its own; those of cores still running stay.
-async fn remove_leftover_roots() {
-    match tokio::task::spawn_blocking(world_core::scratch::remove_leftovers).await {
+/// Capsule and tool roots a killed core left in the temporary directory or in `capsule_roots`
+/// go before this core makes its own; those of cores still running stay.
+async fn remove_leftover_roots(capsule_roots: PathBuf) {
+    match tokio::task::spawn_blocking(move || world_core::scratch::remove_leftovers(&capsule_roots)).await {
         Ok(swept) => tracing::info!(
             removed = swept.removed,
             failed = swept.failed,
