@@ -146,8 +146,13 @@ impl Root {
     /// and, when given, `args` at [`ARGS_FILE`]. The name records this process as its maker
     /// ([`scratch::root_prefix`]), so a root a killed core leaves is removed at the next start.
     pub fn stage(prefix: &str, source: &[u8], args: Option<&[u8]>) -> std::io::Result<Root> {
+        Root::stage_in(&std::env::temp_dir(), prefix, source, args)
+    }
+
+    /// [`Root::stage`] in the directory `parent`.
+    pub fn stage_in(parent: &Path, prefix: &str, source: &[u8], args: Option<&[u8]>) -> std::io::Result<Root> {
         // Until it is kept, the temporary directory removes itself the thorough way.
-        let dir = tempfile::Builder::new().prefix(&scratch::root_prefix(prefix)).tempdir()?;
+        let dir = tempfile::Builder::new().prefix(&scratch::root_prefix(prefix)).tempdir_in(parent)?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let subdir = |parent: &OwnedFd, name: &str| -> std::io::Result<OwnedFd> {
             rustix::fs::mkdirat(parent, name, Mode::RWXU)?;
@@ -191,9 +196,36 @@ fn write_new(dir: &OwnedFd, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     File::from(rustix::fs::openat(dir, name, flags, Mode::RUSR | Mode::WUSR)?).write_all(bytes)
 }
 
-/// Runs `source` with `input` (the text `main` receives) within `timeout`.
+/// Where capsule roots are made: `configured` when given; else the temporary directory when it
+/// is memory-backed, else `/dev/shm` when that is and may be written, else the temporary
+/// directory. A root is written, read once and removed per call: on a disk that is metadata
+/// work (and journal commits) a tmpfs does not do.
+pub fn roots_dir(configured: Option<&Path>) -> PathBuf {
+    let temp = std::env::temp_dir();
+    choose_roots_dir(configured, &[&temp, Path::new("/dev/shm")], usable_memory_dir).unwrap_or(temp)
+}
+
+fn choose_roots_dir(
+    configured: Option<&Path>,
+    candidates: &[&Path],
+    memory_backed: impl Fn(&Path) -> bool,
+) -> Option<PathBuf> {
+    configured.or_else(|| candidates.iter().copied().find(|dir| memory_backed(dir))).map(Path::to_path_buf)
+}
+
+/// A directory on tmpfs or ramfs that this process may create entries in.
+fn usable_memory_dir(dir: &Path) -> bool {
+    // ramfs has no constant in libc.
+    const RAMFS_MAGIC: libc::c_long = 0x8584_58f6;
+    let memory = rustix::fs::statfs(dir).is_ok_and(|fs| matches!(fs.f_type, libc::TMPFS_MAGIC | RAMFS_MAGIC));
+    memory && rustix::fs::access(dir, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK).is_ok()
+}
+
+/// Runs `source` with `input` (the text `main` receives) within `timeout`, in a root made in
+/// `roots`.
 pub async fn run(
     interpreter: &VerifiedInterpreter,
+    roots: &Path,
     source: &[u8],
     input: &str,
     slots: &Slots,
@@ -202,7 +234,8 @@ pub async fn run(
     let slot = slots.try_take()?;
     interpreter.ensure_verified()?;
     let args = serde_json::to_vec(input).map_err(|e| CapsuleError::Root(e.to_string()))?;
-    let root = Root::stage(scratch::CAPSULE, source, Some(&args)).map_err(|e| CapsuleError::Root(e.to_string()))?;
+    let root =
+        Root::stage_in(roots, scratch::CAPSULE, source, Some(&args)).map_err(|e| CapsuleError::Root(e.to_string()))?;
     let spawn = environment(&root.path)
         .into_iter()
         .fold(Spawn::executing(&interpreter.file, &root.path).args(ARGV), |spawn, (key, value)| spawn.env(key, value));
@@ -238,6 +271,8 @@ pub trait Runner: Send + Sync {
 pub struct Capsule {
     pub interpreter: VerifiedInterpreter,
     pub slots: Slots,
+    /// Where each run's root is made ([`roots_dir`]).
+    pub roots: PathBuf,
 }
 
 impl Runner for Capsule {
@@ -255,7 +290,7 @@ impl Runner for Capsule {
         input: &'a str,
         timeout: Duration,
     ) -> futures::future::BoxFuture<'a, Result<Finished, CapsuleError>> {
-        Box::pin(run(&self.interpreter, source, input, &self.slots, timeout))
+        Box::pin(run(&self.interpreter, &self.roots, source, input, &self.slots, timeout))
     }
 }
 
@@ -288,6 +323,21 @@ mod tests {
         assert_eq!(std::fs::read(path.join(ARGS_FILE)).unwrap(), br#""{}""#);
         drop(root);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn roots_go_where_configured_else_in_the_first_memory_backed_candidate() {
+        let (temp, shm, mine) = (Path::new("/t"), Path::new("/s"), Path::new("/mine"));
+        let only = |memory: &'static str| move |dir: &Path| dir == Path::new(memory);
+        assert_eq!(choose_roots_dir(Some(mine), &[temp, shm], only("/t")).as_deref(), Some(mine));
+        assert_eq!(choose_roots_dir(None, &[temp, shm], only("/t")).as_deref(), Some(temp));
+        assert_eq!(choose_roots_dir(None, &[temp, shm], only("/s")).as_deref(), Some(shm));
+        assert_eq!(choose_roots_dir(None, &[temp, shm], only("/x")), None);
+        // A directory on disk is not memory-backed; a root is made in the one given.
+        let disk = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        assert!(!usable_memory_dir(disk.path()));
+        let root = Root::stage_in(disk.path(), "t-", b"m", None).unwrap();
+        assert_eq!(root.path().parent(), Some(disk.path()));
     }
 
     #[test]

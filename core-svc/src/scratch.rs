@@ -109,13 +109,18 @@ pub struct Swept {
     pub failed: usize,
 }
 
-/// Removes, from the temporary directory, the capsule and tool roots of cores that are no
-/// longer running.
-pub fn remove_leftovers() -> Swept {
-    match this_process() {
-        Some(this) => remove_leftovers_in(&std::env::temp_dir(), this),
-        None => Swept::default(),
+/// Removes, from the temporary directory and `capsule_roots` (where capsule roots are made,
+/// when that is elsewhere), the capsule and tool roots of cores that are no longer running.
+pub fn remove_leftovers(capsule_roots: &Path) -> Swept {
+    let Some(this) = this_process() else { return Swept::default() };
+    let temp = std::env::temp_dir();
+    let mut swept = remove_leftovers_in(&temp, this);
+    if capsule_roots != temp {
+        let more = remove_leftovers_in(capsule_roots, this);
+        swept.removed += more.removed;
+        swept.failed += more.failed;
     }
+    swept
 }
 
 fn remove_leftovers_in(dir: &Path, this: Owner) -> Swept {

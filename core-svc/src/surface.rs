@@ -1,11 +1,11 @@
 //! A session's surface: the registry descriptors its live grants make visible, in registry
-//! order, with a digest that names exactly that set. Admission ships it; an invocation sent
-//! without a separate admission checks the digest its edge holds against it.
+//! order, with a digest that names exactly that set. Admission ships it for `tools/list` and
+//! the cards; an invocation finds the tool it names on it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use world_model::{Failure, FailureCode, Grant, HashRef, Revision};
+use world_model::{Failure, FailureCode, Grant, HashRef, McpNameError, Revision, escape_surface};
 use world_proto::v1 as pb;
 
 use crate::grpc::convert;
@@ -16,6 +16,35 @@ use crate::{Core, registry};
 pub struct Surface {
     pub digest: String,
     pub descriptors: Vec<pb::Descriptor>,
+    /// Descriptor positions by MCP tool name, escaped once when a call first asks; an over-long
+    /// or shared name refuses the whole surface, as `tools/list` does.
+    by_tool: OnceLock<Result<HashMap<String, usize>, McpNameError>>,
+}
+
+impl Surface {
+    fn new(digest: String, descriptors: Vec<pb::Descriptor>) -> Surface {
+        Surface { digest, descriptors, by_tool: OnceLock::new() }
+    }
+
+    /// The transition an MCP tool name stands for on this surface; a name that is not there is
+    /// `NotAuthorized` (MCP's unknown tool).
+    pub fn mcp_tool(&self, name: &str) -> Result<&str, Failure> {
+        let by_tool = self.by_tool.get_or_init(|| {
+            let names = escape_surface(self.descriptors.iter().map(|d| d.id.as_str()))?;
+            Ok(names.into_iter().enumerate().map(|(at, name)| (name, at)).collect())
+        });
+        match by_tool {
+            Ok(by_tool) => by_tool
+                .get(name)
+                .map(|&at| self.descriptors[at].id.as_str())
+                .ok_or_else(|| Failure::of(FailureCode::NotAuthorized)),
+            Err(error) => {
+                // The reference's operator line; the caller sees only "host callback failed".
+                tracing::error!("mcp refusal: tools/call -: {:?}", error.to_string());
+                Err(Failure::of(FailureCode::Unavailable))
+            }
+        }
+    }
 }
 
 /// The registry head a session sees and its surface there; `None` when nothing is published.
@@ -33,7 +62,7 @@ pub struct Surfaces(Mutex<HashMap<SurfaceKey, Arc<Surface>>>);
 type SurfaceKey = (HashRef, Vec<(String, String, i64)>);
 
 impl Surfaces {
-    fn get(&self, head: HashRef, revision: &Revision, grants: &[Grant], now: i64) -> Arc<Surface> {
+    pub fn get(&self, head: HashRef, revision: &Revision, grants: &[Grant], now: i64) -> Arc<Surface> {
         let live = grants.iter().filter(|g| g.is_live(now)).map(|g| (g.effect.clone(), g.scope.clone(), g.budget));
         let key = (head, live.collect());
         let mut surfaces = self.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -47,10 +76,10 @@ impl Surfaces {
             named.push('\n');
             named.push_str(descriptor.id.as_str());
         }
-        let surface = Arc::new(Surface {
-            digest: HashRef::of(named.as_bytes()).to_string(),
-            descriptors: visible.into_iter().map(convert::descriptor).collect(),
-        });
+        let surface = Arc::new(Surface::new(
+            HashRef::of(named.as_bytes()).to_string(),
+            visible.into_iter().map(convert::descriptor).collect(),
+        ));
         if surfaces.len() >= SURFACES_KEPT {
             surfaces.clear();
         }

@@ -25,26 +25,6 @@ pub enum BodyError {
     Read(String),
 }
 
-/// A request body before or after it was read: an endpoint that reads it early, to see whether
-/// the request may skip its own admission, hands it on as read.
-pub enum Pending {
-    Unread(Body),
-    Read(Result<Bytes, BodyError>),
-}
-
-impl Pending {
-    /// The body as `read` reads it, unless it was read already.
-    pub async fn read<F>(self, read: impl FnOnce(Body) -> F) -> Result<Bytes, BodyError>
-    where
-        F: Future<Output = Result<Bytes, BodyError>>,
-    {
-        match self {
-            Pending::Unread(body) => read(body).await,
-            Pending::Read(read) => read,
-        }
-    }
-}
-
 /// The whole body, refused when it holds more than `limit` bytes or has not arrived `within`.
 pub async fn read_capped(body: Body, limit: usize, within: Duration) -> Result<Bytes, BodyError> {
     match tokio::time::timeout(within, Limited::new(body, limit).collect()).await {

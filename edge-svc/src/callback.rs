@@ -26,8 +26,6 @@ pub enum CallbackError {
     Canceled,
     /// No slot became free within the slot wait.
     CapacityExceeded,
-    /// A call sent without an admission did not run: the core asks for the admission first.
-    Readmit,
 }
 
 #[derive(Clone)]

@@ -28,7 +28,7 @@ use world_proto::v1::store_client::StoreClient;
 
 use crate::metrics::CoreCalls;
 use crate::session::Forwarded;
-use crate::surface::{Admitted, Surface, Surfaces};
+use crate::surface::{Admitted, Surfaces};
 
 /// Per-call deadlines. Each is the core's own budget plus a margin for the hop, so the core's
 /// typed timeout normally wins and the edge's fires only when the core is hung or gone.
@@ -39,7 +39,7 @@ pub mod deadline {
     pub const HEALTH: Duration = Duration::from_secs(5);
     /// Store reads: the core's 10 s read bound.
     pub const READ: Duration = Duration::from_secs(12);
-    /// Admission: 10 s on the card (reference-edge §4) and on each invocation's re-admission.
+    /// Admission: 10 s on the card (reference-edge §4) and on a request's own session check.
     pub const ADMIT: Duration = Duration::from_secs(12);
     /// REST commit: the core's 3 s commit budget.
     pub const COMMIT: Duration = Duration::from_secs(6);
@@ -183,9 +183,9 @@ impl CoreClient {
     }
 
     /// A core that is not passed over (when every one is, any). The first one tried is spread
-    /// evenly but not in strict turn: a request makes two calls (admission, then the
-    /// invocation), and strict turns over two cores would send every admission to one and
-    /// every invocation to the other.
+    /// evenly but not in strict turn: a request may make two calls (an admission, then a read),
+    /// and strict turns over two cores would send every first call to one and every second to
+    /// the other.
     fn pick(&self) -> usize {
         let first = spread(self.next.fetch_add(1, Ordering::Relaxed) as u64) as usize;
         let now = self.now_ms();
@@ -356,17 +356,16 @@ impl CoreClient {
         store_read!(self, "receipt", credential, message, receipt)
     }
 
-    /// One call of a published transition under `timeout`. It is sent once: the core may have
+    /// One call of a published transition under `timeout`: the core resolves the session,
+    /// admits the call and runs it, or answers the refusal. It is sent once: the core may have
     /// run it even when the reply is lost, and only an A2A task id makes a resend safe, which
-    /// is the caller's decision. A message naming the surface its call was chosen from, instead
-    /// of having been admitted, may come back `None`: the core ran nothing and asks for an
-    /// admission.
+    /// is the caller's decision.
     pub async fn invoke(
         &self,
         credential: &Forwarded,
         message: pb::InvokeRequest,
         timeout: Duration,
-    ) -> Result<Option<pb::Invoked>, Failure> {
+    ) -> Result<pb::Invoked, Failure> {
         use pb::invoke_reply::Outcome;
         let reply = self
             .unary("invoke", Some(credential), timeout, LostReply::Invocation, message, |channel, request| async move {
@@ -374,16 +373,10 @@ impl CoreClient {
             })
             .await?;
         match reply.outcome {
-            Some(Outcome::Invoked(invoked)) => Ok(Some(invoked)),
+            Some(Outcome::Invoked(invoked)) => Ok(invoked),
             Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            Some(Outcome::Readmit(_)) => Ok(None),
             None => Err(empty_reply("invoke")),
         }
-    }
-
-    /// The surface this edge last admitted `credential` with, if it still holds it.
-    pub fn known_surface(&self, credential: &Forwarded) -> Option<Arc<Surface>> {
-        self.surfaces.known(credential.as_str())
     }
 
     /// The committed A2A task `task_id` of the caller's episode (`GetTask`), read from the
@@ -409,7 +402,7 @@ impl CoreClient {
         match reply.outcome {
             Some(Outcome::Invoked(invoked)) => Ok(invoked),
             Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            Some(Outcome::Readmit(_)) | None => Err(empty_reply("committed task")),
+            None => Err(empty_reply("committed task")),
         }
     }
 

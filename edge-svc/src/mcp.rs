@@ -8,9 +8,11 @@
 //! while any failed host callback answers the whole POST with the frozen envelope.
 //!
 //! The endpoint is stateless, as the reference's: no `Mcp-Session-Id`, `initialize` is not
-//! required first, and every POST admits the session afresh — a lone `tools/call` of a tool on
-//! the surface the edge holds for the credential is admitted by the core as it runs it, and
-//! falls back to the order above whenever that admission would have answered differently.
+//! required first, and every POST's session is checked afresh. A `tools/call` goes to the core
+//! as one invocation that resolves the session, finds the tool on the surface current now and
+//! runs it; `tools/list` is answered from the admitted surface; a POST no call of which reached
+//! the core is admitted before it is answered ([`Verdict`]), so a session refusal answers it
+//! whatever else it met, as admission's place in the order wants.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -23,17 +25,17 @@ use http::{HeaderMap, StatusCode};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
-use world_model::{Failure, FailureCode, McpNameError, escape_surface, go_quote, quote_for_log, unescape};
+use world_model::{Failure, FailureCode, McpNameError, escape_surface, go_quote};
 use world_proto::v1 as pb;
 
-use crate::body::{BodyError, MCP_LIMIT, Pending, read_capped};
+use crate::body::{BodyError, MCP_LIMIT, read_capped};
 use crate::callback::{CallbackError, Callbacks};
 use crate::card::{CARD_NAME, CARD_VERSION};
 use crate::core::CoreClient;
 use crate::json::{self, compact_raw, go_fields, go_members, go_string};
 use crate::server::AppState;
-use crate::session::{self, Forwarded};
-use crate::surface::{Surface, Tools};
+use crate::session::{self, Forwarded, Verdict, refuses_session};
+use crate::surface::Surface;
 use crate::wire;
 
 /// The whole-POST message for a body over the cap or unreadable (reference-edge §6.3 step 1).
@@ -111,41 +113,32 @@ fn is_port(text: &str) -> bool {
 
 pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Response {
     let deadline = Instant::now() + state.limits.request_deadline;
-    let null = RawValue::NULL;
     let credential = match session::precheck(headers) {
         Ok(credential) => credential,
         Err(denial) => return wire::mcp_denial(denial),
     };
-    let body = match state.core.known_surface(&credential) {
-        Some(surface) => match unadmitted_call(state, headers, &credential, &surface, body, deadline).await {
-            Ok(response) => return response,
-            Err(body) => body,
-        },
-        None => Pending::Unread(body),
+    let session = PostSession {
+        core: &state.core,
+        callbacks: &state.callbacks,
+        credential,
+        deadline,
+        surface: tokio::sync::OnceCell::new(),
+        verdict: Verdict::default(),
     };
-    let admission = state
-        .callbacks
-        .run(deadline, |_| {
-            let (core, credential) = (state.core.clone(), credential.clone());
-            async move { core.admit(&credential).await }
-        })
-        .await;
-    let admitted = match admission {
-        Ok(admitted) => admitted,
-        Err(error) => return wire::mcp_callback_failure(&error, null),
-    };
-    let tools = match admitted.surface.tools() {
-        Ok(tools) => tools,
-        Err(error) => {
-            // The reference's operator line; the caller sees only "host callback failed".
-            tracing::error!("mcp refusal: tools/list -: {error:?}");
-            return wire::mcp_failure(&Failure::of(FailureCode::Unavailable), null);
-        }
-    };
+    let response = answer(state, headers, body, &session).await;
+    match session.verdict.refusal(|| async { session.surface().await.map(|_| ()) }).await {
+        Some(refusal) => wire::mcp_callback_failure(&refusal, RawValue::NULL),
+        None => response,
+    }
+}
+
+/// The POST's answer past Authorization, its session aside.
+async fn answer(state: &AppState, headers: &HeaderMap, body: Body, session: &PostSession<'_>) -> Response {
+    let null = RawValue::NULL;
     if !state.origins.admits(headers) {
         return wire::mcp_transport_error(StatusCode::FORBIDDEN, null, INVALID_REQUEST, ORIGIN_REFUSED);
     }
-    let bytes = match body.read(|body| read_body(state, body, deadline)).await {
+    let bytes = match read_body(state, body, session.deadline).await {
         Ok(bytes) => bytes,
         // The seed's deadline answer: the body's time is the POST's.
         Err(BodyError::TooSlow { .. }) => return wire::mcp_callback_failure(&CallbackError::TimedOut, null),
@@ -170,56 +163,9 @@ pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Respon
             ));
         }
     };
-    let post =
-        Post { version, core: &state.core, callbacks: &state.callbacks, credential, tools, deadline, unadmitted: None };
+    let post = Post { version, session };
     let body = bytes.trim_ascii();
     if body.first() == Some(&b'[') { post.batch(version, body).await } else { post.single(body).await }
-}
-
-/// A lone `tools/call` of a tool on the surface this edge last admitted the credential with,
-/// sent without a separate admission: the core admits it as part of the call, so the common
-/// request crosses to the core once instead of twice. Anything else (another method, a batch,
-/// a tool not on that surface, a check that comes after admission failing, or the core asking
-/// for an admission) goes back, nothing having run, for the ordinary path to answer.
-async fn unadmitted_call(
-    state: &AppState,
-    headers: &HeaderMap,
-    credential: &Forwarded,
-    surface: &Surface,
-    body: Body,
-    deadline: Instant,
-) -> Result<Response, Pending> {
-    let Ok(tools) = surface.tools() else { return Err(Pending::Unread(body)) };
-    if !state.origins.admits(headers) {
-        return Err(Pending::Unread(body));
-    }
-    let bytes = match read_body(state, body, deadline).await {
-        Ok(bytes) => bytes,
-        Err(error) => return Err(Pending::Read(Err(error))),
-    };
-    let ordinary = || Pending::Read(Ok(bytes.clone()));
-    let Ok(version) = protocol_version(headers) else { return Err(ordinary()) };
-    if !content_type_is_json(headers) || !accepts_json_and_sse(headers) {
-        return Err(ordinary());
-    }
-    let Ok(Message::Request { id, method, params }) = classify(bytes.trim_ascii()) else { return Err(ordinary()) };
-    if method != "tools/call" {
-        return Err(ordinary());
-    }
-    let post = Post {
-        version,
-        core: &state.core,
-        callbacks: &state.callbacks,
-        credential: credential.clone(),
-        tools,
-        deadline,
-        unadmitted: Some(&surface.digest),
-    };
-    match post.dispatch(&id, &method, params).await {
-        Ok(answer) => Ok(wire::mcp_sse(&answer)),
-        Err(CallbackError::Readmit) => Err(ordinary()),
-        Err(error) => Ok(wire::mcp_callback_failure(&error, &id)),
-    }
 }
 
 /// The body under the 4 MiB cap, within the POST's aggregate deadline (the seed's 20 s) or the
@@ -415,19 +361,49 @@ pub fn input_schema(bytes: &[u8]) -> Result<Box<RawValue>, String> {
     RawValue::from_string(text).map_err(|error| error.to_string())
 }
 
-/// One POST after its checks: the admitted caller and what answering it needs.
-struct Post<'a> {
-    /// The negotiated MCP-Protocol-Version of this POST.
-    version: &'static str,
+/// One POST's caller: what its host callbacks need, and what it has learnt of its session.
+struct PostSession<'a> {
     core: &'a CoreClient,
     callbacks: &'a Callbacks,
     credential: Forwarded,
-    /// The admitted surface's tools.
-    tools: &'a Tools,
     deadline: Instant,
-    /// The digest of `tools`' surface when the POST was not admitted (a lone `tools/call`
-    /// the core admits as it runs it).
-    unadmitted: Option<&'a str>,
+    /// The admitted surface, once `tools/list` (or the session check) asked for it.
+    surface: tokio::sync::OnceCell<Result<std::sync::Arc<Surface>, CallbackError>>,
+    verdict: Verdict<CallbackError>,
+}
+
+impl PostSession<'_> {
+    /// The session's surface, admitted once per POST (a host callback); a surface that has no
+    /// MCP tools refuses the POST as a failed callback.
+    async fn surface(&self) -> Result<&Surface, CallbackError> {
+        let admitted = self
+            .surface
+            .get_or_init(|| async {
+                let admitted = self
+                    .callbacks
+                    .run(self.deadline, |_| {
+                        let (core, credential) = (self.core.clone(), self.credential.clone());
+                        async move { core.admit(&credential).await }
+                    })
+                    .await?;
+                if let Err(error) = admitted.surface.tools() {
+                    // The reference's operator line; the caller sees only "host callback failed".
+                    tracing::error!("mcp refusal: tools/list -: {error:?}");
+                    return Err(CallbackError::Failed(Failure::of(FailureCode::Unavailable)));
+                }
+                Ok(admitted.surface)
+            })
+            .await;
+        self.verdict.heard(admitted.as_ref().err().cloned());
+        admitted.as_deref().map_err(Clone::clone)
+    }
+}
+
+/// One POST after its checks.
+struct Post<'a> {
+    /// The negotiated MCP-Protocol-Version of this POST.
+    version: &'static str,
+    session: &'a PostSession<'a>,
 }
 
 #[derive(Serialize)]
@@ -587,8 +563,7 @@ impl Post<'_> {
             world_telemetry::adopt_traceparent(&span, &traceparent, tracestate.as_deref());
         }
         let answer = self.dispatch_in_span(id, method, params).instrument(span.clone()).await;
-        // A readmit is no failure: the call is sent again once admitted.
-        if answer.as_ref().is_err_and(|error| *error != CallbackError::Readmit) {
+        if answer.is_err() {
             span.record("otel.status_code", "ERROR");
         }
         answer
@@ -610,45 +585,55 @@ impl Post<'_> {
                 },
             )),
             "ping" => Ok(reply(id, &Empty {})),
-            "tools/list" => Ok(tools_reply(id, &self.tools.json)),
+            "tools/list" => match self.session.surface().await?.tools() {
+                Ok(tools) => Ok(tools_reply(id, &tools.json)),
+                // The admission refused a surface without tools already.
+                Err(_) => Err(CallbackError::Failed(Failure::of(FailureCode::Unavailable))),
+            },
             "tools/call" => self.call(id, params).await,
             _ => Ok(wire::mcp_error_object(id, METHOD_NOT_FOUND, &format!("method not found: {}", go_quote(method)))),
         }
     }
 
+    /// One invocation: the core finds the tool on the session's surface and runs it. A tool not
+    /// there is unknown (unknown and ungranted are one answer); arguments that are not an object
+    /// fail the host callback; arguments the input schema refuses are the tool's own error.
     async fn call(&self, id: &RawValue, params: Option<&RawValue>) -> Result<Vec<u8>, CallbackError> {
-        let checked = ToolCall::parse(params, self.tools);
-        if let Some(name) = checked.as_ref().map_or_else(CallRefusal::name, |call| Some(&call.name)) {
-            tracing::Span::current().record(world_telemetry::attr::TOOL_NAME, name.as_str());
-        }
-        let call = match checked {
+        let (name, arguments) = match tool_call(params) {
             Ok(call) => call,
-            // Admission comes first: a call sent without one is refused only once admitted.
-            Err(_) if self.unadmitted.is_some() => return Err(CallbackError::Readmit),
-            Err(refusal) => return refusal.answer(id),
+            Err(detail) => {
+                return Ok(wire::mcp_error_object(id, INVALID_PARAMS, &format!("invalid params: {detail}")));
+            }
         };
+        tracing::Span::current().record(world_telemetry::attr::TOOL_NAME, name.as_str());
         let request = pb::InvokeRequest {
             surface: "mcp".into(),
-            transition_id: call.transition_id,
             // The core mints a fresh random task id: MCP ids give no idempotency.
             task_id: String::new(),
-            arguments: call.arguments.get().as_bytes().to_vec(),
-            transition_fn: String::new(),
-            unadmitted_surface: self.unadmitted.unwrap_or_default().to_owned(),
+            arguments: arguments.map(|arguments| arguments.get().as_bytes().to_vec()).unwrap_or_default(),
+            mcp_tool: name.clone(),
+            ..Default::default()
         };
-        let invoked = self
+        let session = self.session;
+        let invoked = session
             .callbacks
-            .run(self.deadline, |until| {
-                let (core, credential) = (self.core.clone(), self.credential.clone());
+            .run(session.deadline, |until| {
+                let (core, credential) = (session.core.clone(), session.credential.clone());
                 async move {
                     let timeout = until.saturating_duration_since(Instant::now()) + INVOKE_GRACE;
                     core.invoke(&credential, request, timeout).await
                 }
             })
             .await;
+        session.verdict.heard(match &invoked {
+            Err(refusal @ CallbackError::Failed(failure)) if refuses_session(failure) => Some(refusal.clone()),
+            _ => None,
+        });
         match invoked {
-            Ok(Some(invoked)) => Ok(tool_result(id, &invoked.output)),
-            Ok(None) => Err(CallbackError::Readmit),
+            Ok(invoked) => Ok(tool_result(id, &invoked.output)),
+            Err(CallbackError::Failed(failure)) if failure.code == FailureCode::NotAuthorized => {
+                Ok(wire::mcp_error_object(id, INVALID_PARAMS, &format!("unknown tool {}", go_quote(&name))))
+            }
             Err(CallbackError::Failed(failure)) => match wire::mcp_tool_error_text(&failure) {
                 Some(text) => {
                     Ok(reply(id, &CallError { content: [TextContent { kind: "text", text }], is_error: true }))
@@ -660,83 +645,11 @@ impl Post<'_> {
     }
 }
 
-/// A `tools/call` of a tool on the surface, ready to send.
-struct ToolCall<'p> {
-    name: String,
-    transition_id: String,
-    arguments: &'p RawValue,
-}
-
-/// Why a `tools/call` runs nothing.
-enum CallRefusal {
-    /// Params that do not decode: a JSON-RPC error inside the reply.
-    Params(String),
-    /// A name not on the surface: unknown and ungranted are one answer, since the surface
-    /// holds only granted tools.
-    UnknownTool(String),
-    /// Arguments that are not an object: the host refuses them before running anything (§7.1).
-    NotAnObject(String),
-    /// A name on the surface that does not unescape to a transition id.
-    BadName(String, McpNameError),
-}
-
-impl<'p> ToolCall<'p> {
-    /// The params checked in the host's order.
-    fn parse(params: Option<&'p RawValue>, tools: &Tools) -> Result<ToolCall<'p>, CallRefusal> {
-        let params = params.ok_or_else(|| CallRefusal::Params("unexpected end of JSON input".to_owned()))?;
-        let [name, arguments] = go_fields(params, ["name", "arguments"])
-            .map_err(|e| CallRefusal::Params(e.to_string()))?
-            .unwrap_or_default();
-        let name = go_string(name).map_err(|e| CallRefusal::Params(e.to_string()))?;
-        if !tools.list.iter().any(|tool| tool.name == name) {
-            return Err(CallRefusal::UnknownTool(name));
-        }
-        let Some(arguments) = arguments.filter(|arguments| json::kind(arguments) == "object") else {
-            return Err(CallRefusal::NotAnObject(name));
-        };
-        match unescape(&name) {
-            Ok(transition_id) => Ok(ToolCall { name, transition_id, arguments }),
-            Err(error) => Err(CallRefusal::BadName(name, error)),
-        }
-    }
-}
-
-impl CallRefusal {
-    fn name(&self) -> Option<&String> {
-        match self {
-            CallRefusal::Params(_) => None,
-            CallRefusal::UnknownTool(name) | CallRefusal::NotAnObject(name) | CallRefusal::BadName(name, _) => {
-                Some(name)
-            }
-        }
-    }
-
-    fn answer(self, id: &RawValue) -> Result<Vec<u8>, CallbackError> {
-        match self {
-            CallRefusal::Params(detail) => {
-                Ok(wire::mcp_error_object(id, INVALID_PARAMS, &format!("invalid params: {detail}")))
-            }
-            CallRefusal::UnknownTool(name) => {
-                Ok(wire::mcp_error_object(id, INVALID_PARAMS, &format!("unknown tool {}", go_quote(&name))))
-            }
-            CallRefusal::NotAnObject(_) => {
-                tracing::info!(
-                    code = "invalid_params",
-                    "mcp refusal: tools/call -: \"tools/call arguments are not a JSON object\""
-                );
-                Err(CallbackError::Failed(Failure::new(FailureCode::InvalidParams, "arguments are not an object")))
-            }
-            CallRefusal::BadName(_, error) => {
-                // The name is the caller's: quoted and cut.
-                tracing::info!(
-                    code = "invalid_params",
-                    "mcp refusal: tools/call -: {}",
-                    quote_for_log(&error.to_string())
-                );
-                Err(CallbackError::Failed(Failure::of(FailureCode::Unavailable)))
-            }
-        }
-    }
+/// A `tools/call`'s tool name and arguments as sent, or why its params do not decode.
+fn tool_call(params: Option<&RawValue>) -> Result<(String, Option<&RawValue>), String> {
+    let params = params.ok_or_else(|| "unexpected end of JSON input".to_owned())?;
+    let [name, arguments] = go_fields(params, ["name", "arguments"]).map_err(|e| e.to_string())?.unwrap_or_default();
+    Ok((go_string(name).map_err(|e| e.to_string())?, arguments))
 }
 
 /// A committed call's output as the tool result: the bytes verbatim as text and the same JSON,

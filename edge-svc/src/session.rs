@@ -6,10 +6,17 @@
 //! — the bulk of hostile traffic — are answered without a round trip, and so that `/v1`
 //! routes can refuse them before validating anything else. It is the same pure function the
 //! core applies, so the two can never disagree.
+//!
+//! Past the shape check, a request's session is whatever the core says: a call's invocation
+//! resolves it as it runs, so a request only asks for an admission when no call of it reached
+//! the core ([`Verdict`]).
+
+use std::future::Future;
+use std::sync::Mutex;
 
 use http::HeaderMap;
 use http::header::AUTHORIZATION;
-use world_model::{SessionDenial, parse_authorization};
+use world_model::{Failure, SessionDenial, parse_authorization};
 
 /// An `Authorization` value that passed the shape check, to be sent as `authorization`
 /// metadata exactly as the caller wrote it.
@@ -41,6 +48,61 @@ pub fn precheck(headers: &HeaderMap) -> Result<Forwarded, SessionDenial> {
     let text = value.to_str().map_err(|_| SessionDenial::Malformed)?;
     parse_authorization(Some(text))?;
     Ok(Forwarded(text.to_owned()))
+}
+
+/// What one request has learnt of its session from the core. The session is checked right after
+/// `Authorization`, before anything else about the request is answered; the core checks it as
+/// it runs each call, so the request's answer stands once a call was answered with anything
+/// but a session refusal, and otherwise waits for an admission. A session refusal, however it
+/// was learnt, answers the whole request in place of anything else.
+pub struct Verdict<E> {
+    heard: Mutex<Heard<E>>,
+}
+
+enum Heard<E> {
+    Nothing,
+    Live,
+    Refused(E),
+}
+
+impl<E: Clone> Default for Verdict<E> {
+    fn default() -> Self {
+        Verdict { heard: Mutex::new(Heard::Nothing) }
+    }
+}
+
+impl<E: Clone> Verdict<E> {
+    /// Records the core's answer to one of the request's calls: `Some` when it refused the
+    /// session, `None` when it answered anything else.
+    pub fn heard(&self, refusal: Option<E>) {
+        let mut heard = self.heard.lock().unwrap_or_else(|p| p.into_inner());
+        *heard = match refusal {
+            Some(refusal) => Heard::Refused(refusal),
+            None if matches!(*heard, Heard::Refused(_)) => return,
+            None => Heard::Live,
+        };
+    }
+
+    /// The session refusal that answers the request, if any: the one heard, or, when the core
+    /// has not been asked yet, what `admit` answers now.
+    pub async fn refusal<F>(&self, admit: impl FnOnce() -> F) -> Option<E>
+    where
+        F: Future<Output = Result<(), E>>,
+    {
+        match &*self.heard.lock().unwrap_or_else(|p| p.into_inner()) {
+            Heard::Nothing => {}
+            Heard::Live => return None,
+            Heard::Refused(refusal) => return Some(refusal.clone()),
+        }
+        let refusal = admit().await.err();
+        self.heard(refusal.clone());
+        refusal
+    }
+}
+
+/// Whether a failure the core answered a call with is a session refusal.
+pub fn refuses_session(failure: &Failure) -> bool {
+    failure.code.session_denial().is_some()
 }
 
 #[cfg(test)]

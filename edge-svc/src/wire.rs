@@ -303,8 +303,6 @@ pub fn mcp_callback_failure<I: Serialize + ?Sized>(error: &CallbackError, id: &I
         CallbackError::TimedOut => mcp_host_envelope(FailureCode::Deadline.mcp_host_message(), id),
         CallbackError::Canceled => mcp_host_envelope(MCP_HOST_CANCELED, id),
         CallbackError::CapacityExceeded => mcp_host_envelope(FailureCode::CapacityExceeded.mcp_host_message(), id),
-        // Taken by the caller, which admits and sends again; reaching here is a bug.
-        CallbackError::Readmit => mcp_failure(&Failure::of(FailureCode::Unavailable), id),
     }
 }
 

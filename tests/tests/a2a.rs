@@ -95,12 +95,11 @@ async fn the_seed_example_completes_and_a_resent_task_returns_the_committed_entr
     assert_eq!(world.log_len(&token).await, 3);
 }
 
-/// After the first admission the edge sends a lone send of a skill on the session's kept
-/// surface straight to the core, which admits it as it runs it. When that surface has changed
-/// since (a new registry revision hides the skill) or the session has ended, the send runs
-/// nothing and is answered exactly as a session the edge never saw is answered.
+/// Every send is one invocation, which the core admits against the registry head current as it
+/// runs it: having seen a skill conveys no authority. A skill a new revision hides is refused at
+/// once, and an ended session is answered exactly as a session the edge never saw.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_send_from_a_kept_surface_answers_as_a_fresh_admission_would() {
+async fn a_send_is_admitted_by_its_invocation_against_the_current_registry() {
     let mut world = fixture_world(Setup::default());
     let grants = ["world.apply=world:1000"];
     let token = world.mint("ep1", &grants, 8);
@@ -110,8 +109,8 @@ async fn a_send_from_a_kept_surface_answers_as_a_fresh_admission_would() {
         let answer = post(&world, &token, echo(n)).await;
         assert!(answer.body.contains(r#""status":{"state":"completed"}"#), "{}", answer.body);
     }
-    // Only the first send was admitted on its own.
-    world.assert_core_calls(1, 3).await;
+    // No send was admitted on its own.
+    world.assert_core_calls(0, 3).await;
 
     // A new revision in which the echo transition needs a scope the session was not granted.
     world.republish_rescoped(&fixture("invoke/transitions.json"), TRANSITIONS, "tools.echo", "elsewhere");
@@ -120,7 +119,7 @@ async fn a_send_from_a_kept_surface_answers_as_a_fresh_admission_would() {
     let fresh = post(&world, &world.mint("ep2", &grants, 3600), echo(3)).await;
     assert_eq!(stale.body, fresh.body, "a skill the new revision hides");
     assert!(stale.body.contains(r#""error":{"code":"#), "{}", stale.body);
-    // The session's new surface is kept in turn: its skills still run, in every vocabulary.
+    // The skills of the session's new surface run, in every vocabulary.
     let named = send("message/send", json!(4), "kept-4", skill("tests.named"), json!({"name":"x"}));
     let answer = post(&world, &token, named).await;
     assert!(answer.body.contains(r#""data":{"echo":{"name":"x"}}"#), "{}", answer.body);
@@ -128,8 +127,8 @@ async fn a_send_from_a_kept_surface_answers_as_a_fresh_admission_would() {
         post(&world, &token, send("tasks/send", json!(5), "kept-5", skill("tests.named"), json!({"name":"y"}))).await;
     assert!(answer.body.contains(r#""data":{"echo":{"name":"y"}}"#), "{}", answer.body);
 
-    // The session ends: the kept surface changes nothing. (A session minted already at its
-    // end, which this edge never admitted, is the comparison.)
+    // The session ends. (A session minted already at its end, which this edge never saw, is the
+    // comparison.)
     let expired = world.mint("ep4", &grants, 0);
     tokio::time::sleep((minted + Duration::from_secs(9)).saturating_duration_since(Instant::now())).await;
     let named = send("tasks/send", json!(6), "kept-6", skill("tests.named"), json!({"name":"z"}));

@@ -397,7 +397,9 @@ fn spin_forever(world: &World, token: &str, task: &str) -> tokio::task::JoinHand
 async fn a_killed_cores_capsule_roots_are_removed_at_the_next_start_and_no_one_elses() {
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let scratch_dir = scratch.path().to_str().expect("a UTF-8 path").to_owned();
-    let env = [("TMPDIR", scratch_dir.as_str())];
+    // Capsule roots go where --capsule-dir says, tool roots to the temporary directory: here
+    // both are the scratch directory.
+    let env = [("TMPDIR", scratch_dir.as_str()), ("WORLD_CAPSULE_DIR", scratch_dir.as_str())];
     let mut world = spin_world(&env);
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     // What the sweep must leave: a root of a process still running (this test), one whose name

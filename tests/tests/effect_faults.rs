@@ -109,7 +109,7 @@ async fn invoke(
         task_id: task.into(),
         arguments: br#"{"path":"hello.txt"}"#.to_vec(),
         transition_fn: String::new(),
-        unadmitted_surface: String::new(),
+        ..Default::default()
     });
     request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().expect("metadata"));
     client.invoke(request).await.expect("invoke").into_inner().outcome.expect("an outcome")
@@ -156,7 +156,6 @@ async fn two_cores_on_postgres_serialise_one_episodes_effects() {
                 output["world"]["effects"][0]["status"].as_str().unwrap_or("?").to_owned()
             }
             pb::invoke_reply::Outcome::Failure(failure) => format!("failure:{}", failure.code),
-            pb::invoke_reply::Outcome::Readmit(_) => "readmit".to_owned(),
         };
         *statuses.entry(status).or_default() += 1;
     }

@@ -169,7 +169,7 @@ async fn invoke_write(core: &str, token: &str, task: &str, path: &str) -> Result
         task_id: task.into(),
         arguments: write_args(path).to_string().into_bytes(),
         transition_fn: String::new(),
-        unadmitted_surface: String::new(),
+        mcp_tool: String::new(),
     });
     request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().expect("metadata"));
     let reply = client.invoke(request).await.map_err(|e| e.to_string())?;

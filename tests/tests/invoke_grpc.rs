@@ -17,25 +17,18 @@ async fn client(world: &World) -> Client {
 }
 
 async fn invoke(client: &mut Client, token: &str, task: &str, arguments: &str) -> pb::invoke_reply::Outcome {
-    invoke_unadmitted(client, token, task, arguments, "").await
-}
-
-/// An invocation sent without an admission, naming the surface it was chosen from.
-async fn invoke_unadmitted(
-    client: &mut Client,
-    token: &str,
-    task: &str,
-    arguments: &str,
-    surface: &str,
-) -> pb::invoke_reply::Outcome {
-    let mut request = tonic::Request::new(pb::InvokeRequest {
+    let request = pb::InvokeRequest {
         surface: "a2a".into(),
         transition_id: "tools.echo".into(),
         task_id: task.into(),
         arguments: arguments.as_bytes().to_vec(),
-        transition_fn: String::new(),
-        unadmitted_surface: surface.into(),
-    });
+        ..Default::default()
+    };
+    send(client, token, request).await
+}
+
+async fn send(client: &mut Client, token: &str, message: pb::InvokeRequest) -> pb::invoke_reply::Outcome {
+    let mut request = tonic::Request::new(message);
     let value: MetadataValue<_> = format!("Bearer {token}").parse().unwrap();
     request.metadata_mut().insert("authorization", value);
     client.invoke(request).await.expect("invoke rpc").into_inner().outcome.expect("an outcome")
@@ -55,42 +48,48 @@ fn failure_code(outcome: pb::invoke_reply::Outcome) -> String {
     }
 }
 
-/// A call sent without an admission runs only when its session is live and sees exactly the
-/// surface the call names; otherwise the core answers `readmit` and runs nothing.
+/// One call resolves the session, admits the call on the session's surface and runs it; a
+/// refusal at any step is the classified failure of the seed's tables, in the seed's order
+/// (session, tool, arguments), and runs nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unadmitted_call_runs_only_on_the_surface_its_session_sees() {
-    use pb::invoke_reply::Outcome;
+async fn one_invocation_admits_and_runs_or_answers_the_classified_refusal() {
     let world = World::echo_core();
     let token = world.mint("ep1", &["world.apply=world:10"], 3600);
-    let mut admission =
-        world_proto::v1::admission_client::AdmissionClient::connect(format!("http://{}", world.core_addr))
-            .await
-            .unwrap();
-    let mut request = tonic::Request::new(pb::AdmitRequest::default());
-    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
-    let admitted = match admission.admit(request).await.unwrap().into_inner().outcome {
-        Some(pb::admit_reply::Outcome::Admitted(admitted)) => admitted,
-        other => panic!("expected an admission, got {other:?}"),
-    };
-    let digest = admitted.surface_digest;
-    assert!(digest.starts_with("sha256:"), "{digest}");
+    let blind = world.mint("ep2", &["Workspace.Read=worktree:10"], 3600);
     let mut client = client(&world).await;
-
-    let first = invoked(invoke_unadmitted(&mut client, &token, "u-1", r#"{"a":1}"#, &digest).await);
-    assert_eq!((first.entry_index, first.episode.as_str()), (1, "ep1"));
-    // Another surface, or no live session: nothing runs.
-    let other = HashRef::of(b"another surface").to_string();
-    let stale = invoke_unadmitted(&mut client, &token, "u-2", r#"{"a":2}"#, &other).await;
-    assert!(matches!(stale, Outcome::Readmit(_)), "{stale:?}");
-    let unknown = "0".repeat(64);
-    let denied = invoke_unadmitted(&mut client, &unknown, "u-3", r#"{"a":3}"#, &digest).await;
-    assert!(matches!(denied, Outcome::Readmit(_)), "{denied:?}");
-    // Admitted, the same unknown credential is refused as ever.
-    assert_eq!(failure_code(invoke(&mut client, &unknown, "u-3", r#"{"a":3}"#).await), "session_unknown");
-    // The refused calls left no trace: the next call is the second entry, and the task id
-    // that was asked for an admission is still free.
-    let second = invoked(invoke(&mut client, &token, "u-2", r#"{"a":2}"#).await);
-    assert_eq!((second.entry_index, second.reconciled), (2, false));
+    let call = |surface: &str, transition: &str, tool: &str, arguments: &str| pb::InvokeRequest {
+        surface: surface.into(),
+        transition_id: transition.into(),
+        mcp_tool: tool.into(),
+        task_id: if surface == "a2a" { "t-1".into() } else { String::new() },
+        arguments: arguments.as_bytes().to_vec(),
+        ..Default::default()
+    };
+    let refusals = [
+        ("0".repeat(64), call("a2a", "tools.echo", "", "{}"), "session_unknown"),
+        ("0".repeat(64), call("a2a", "tools.nope", "", ""), "session_unknown"),
+        (blind.clone(), call("a2a", "tools.echo", "", r#"{"a":1}"#), "not_authorized"),
+        (token.clone(), call("a2a", "tools.nope", "", ""), "not_authorized"),
+        (token.clone(), call("a2a", "tools.echo", "", ""), "invalid_params"),
+        (token.clone(), call("a2a", "tools.echo", "tools_decho", "[]"), "invalid_params"),
+        // MCP names its tool as `tools/list` shows it, escaped.
+        (token.clone(), call("mcp", "", "tools.echo", "{}"), "not_authorized"),
+        (token.clone(), call("mcp", "tools.echo", "", "{}"), "not_authorized"),
+        (blind.clone(), call("mcp", "", "tools_decho", "{}"), "not_authorized"),
+        (token.clone(), call("mcp", "", "tools_decho", "[1]"), "bad_request"),
+        (token.clone(), call("mcp", "", "tools_decho", ""), "bad_request"),
+    ];
+    for (credential, message, code) in refusals {
+        let row = format!("{message:?}");
+        assert_eq!(failure_code(send(&mut client, &credential, message).await), code, "{row}");
+    }
+    // The refused calls left no trace: the first call is the first entry, and the A2A task id
+    // the refused calls named is still free.
+    let mcp = invoked(send(&mut client, &token, call("mcp", "", "tools_decho", r#"{"a":1}"#)).await);
+    assert_eq!((mcp.entry_index, mcp.episode.as_str(), mcp.output.as_slice()), (1, "ep1", &br#"{"echo":{"a":1}}"#[..]));
+    assert!(mcp.invocation_id.starts_with("mcp:ep1:"), "{}", mcp.invocation_id);
+    let a2a = invoked(send(&mut client, &token, call("a2a", "tools.echo", "", r#"{"a":2}"#)).await);
+    assert_eq!((a2a.entry_index, a2a.invocation_id.as_str(), a2a.reconciled), (2, "a2a:ep1:t-1", false));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,7 +162,6 @@ async fn concurrent_distinct_calls_all_commit_and_one_task_id_runs_once() {
             }
             // A resend that arrives while the first is still running.
             pb::invoke_reply::Outcome::Failure(failure) => assert_eq!(failure.code, "task_id_used"),
-            other => panic!("unexpected {other:?}"),
         }
     }
     assert_eq!(entries, BTreeSet::from([51]), "the same task id ran once");
@@ -212,7 +210,6 @@ async fn two_cores_on_one_postgres_database_share_one_log() {
                 entries.insert(invoked.entry_index);
             }
             pb::invoke_reply::Outcome::Failure(failure) => assert_eq!(failure.code, "task_id_used"),
-            other => panic!("unexpected {other:?}"),
         }
     }
     assert_eq!(entries, BTreeSet::from([21]));
@@ -245,7 +242,7 @@ async fn a_call_beyond_the_subprocess_slots_is_refused_not_queued() {
             task_id: "slow-1".into(),
             arguments: b"{}".to_vec(),
             transition_fn: String::new(),
-            unadmitted_surface: String::new(),
+            ..Default::default()
         });
         request.metadata_mut().insert("authorization", format!("Bearer {slow_token}").parse().unwrap());
         slow_client.invoke(request).await.unwrap().into_inner().outcome.unwrap()
@@ -302,7 +299,7 @@ async fn no_interpreter_outlives_a_killed_core() {
             task_id: "spin-forever".into(),
             arguments: br#"{"outer":100000000}"#.to_vec(),
             transition_fn: String::new(),
-            unadmitted_surface: String::new(),
+            ..Default::default()
         });
         request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
         client.invoke(request).await

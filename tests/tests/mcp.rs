@@ -186,12 +186,11 @@ async fn every_request_requirement_and_error_row() {
     assert_eq!(world.log_len(&token).await, 1, "no refused call committed anything");
 }
 
-/// After the first admission the edge sends a lone `tools/call` of a tool on the session's kept
-/// surface straight to the core, which admits it as it runs it. When that surface has changed
-/// since (a new registry revision hides the tool) or the session has ended, the call runs nothing and is
-/// answered exactly as a session the edge never saw is answered.
+/// Every `tools/call` is one invocation, which the core admits against the registry head current
+/// as it runs it: having seen a tool conveys no authority. A tool a new revision hides is
+/// unknown at once, and an ended session is answered exactly as a session the edge never saw.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_from_a_kept_surface_answers_as_a_fresh_admission_would() {
+async fn a_call_is_admitted_by_its_invocation_against_the_current_registry() {
     let mut world = fixture_world(Setup::default());
     let grants = ["world.apply=world:1000"];
     let token = world.mint("ep1", &grants, 8);
@@ -204,8 +203,8 @@ async fn a_call_from_a_kept_surface_answers_as_a_fresh_admission_would() {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
         assert!(answer.body.contains(r#""structuredContent":{"echo":{"n":1}}"#), "{}", answer.body);
     }
-    // Only the first call was admitted on its own.
-    world.assert_core_calls(1, 3).await;
+    // No call was admitted on its own.
+    world.assert_core_calls(0, 3).await;
 
     // A new revision in which the echo transition needs a scope the session was not granted.
     world.republish_rescoped(&fixture("invoke/transitions.json"), TRANSITIONS, "tools.echo", "elsewhere");
@@ -214,15 +213,15 @@ async fn a_call_from_a_kept_surface_answers_as_a_fresh_admission_would() {
     let fresh = post(url, &world.mint("ep2", &grants, 3600), echo.clone()).await;
     assert_answer(&stale, 200, SSE, &fresh.body, "a tool the new revision dropped");
     assert_eq!(stale.body, sse(&rpc_error("3", -32602, r#"unknown tool \"tools_decho\""#)));
-    // The session's new surface is kept in turn: its tools still run.
+    // The tools of the session's new surface run.
     for _ in 0..2 {
         let named = post(url, &token, call(4, "tests_dnamed", json!({"name":"x"}))).await;
         assert_eq!(named.status, StatusCode::OK, "{}", named.body);
         assert!(named.body.contains(r#""structuredContent":{"echo":{"name":"x"}}"#), "{}", named.body);
     }
 
-    // The session ends: the kept surface changes nothing. (A session minted already at its
-    // end, which this edge never admitted, is the comparison.)
+    // The session ends. (A session minted already at its end, which this edge never saw, is the
+    // comparison.)
     let expired = world.mint("ep4", &grants, 0);
     tokio::time::sleep((minted + Duration::from_secs(9)).saturating_duration_since(Instant::now())).await;
     let ended = post(url, &token, call(5, "tests_dnamed", json!({}))).await;

@@ -29,7 +29,7 @@ async fn traced_invocation(protocol: &str, endpoint: &str) -> String {
         task_id: "traced-1".into(),
         arguments: br#"{"a":1}"#.to_vec(),
         transition_fn: String::new(),
-        unadmitted_surface: String::new(),
+        ..Default::default()
     });
     request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
     request.metadata_mut().insert("traceparent", format!("00-{TRACE_ID}-{CLIENT_SPAN}-01").parse().unwrap());

@@ -43,6 +43,10 @@ pub struct ServeArgs {
     /// The examples corpus the Ailang.* handlers search (default: the interpreter's bundled one).
     #[arg(long, env = "WORLD_EXAMPLES_DIR")]
     examples_dir: Option<PathBuf>,
+    /// Where each call's capsule root is made (default: the temporary directory when it is
+    /// memory-backed, else /dev/shm when it is, else the temporary directory).
+    #[arg(long, env = "WORLD_CAPSULE_DIR")]
+    capsule_dir: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
     /// This core's identity among the cores of one store (default `<hostname>:<listen
@@ -126,6 +130,7 @@ pub async fn run(args: ServeArgs) -> Outcome {
         workspace_root: args.workspace_root.as_deref(),
         tool_ailang_bin: args.tool_ailang_bin.as_deref(),
         examples_dir: args.examples_dir.as_deref(),
+        capsule_dir: args.capsule_dir.as_deref(),
         limits: args.limits,
     };
     let core = build_core(&store, &location, options).await?;
@@ -171,6 +176,7 @@ pub struct CoreOptions<'a> {
     pub workspace_root: Option<&'a Path>,
     pub tool_ailang_bin: Option<&'a Path>,
     pub examples_dir: Option<&'a Path>,
+    pub capsule_dir: Option<&'a Path>,
     pub limits: LimitArgs,
 }
 
@@ -181,8 +187,10 @@ pub async fn build_core(
     location: &StoreLocation,
     options: CoreOptions<'_>,
 ) -> Result<Arc<Core>, Failed> {
-    let CoreOptions { ailang_bin, artifacts, workspace_root, tool_ailang_bin, examples_dir, limits } = options;
-    remove_leftover_roots().await;
+    let CoreOptions { ailang_bin, artifacts, workspace_root, tool_ailang_bin, examples_dir, capsule_dir, limits } =
+        options;
+    let roots = world_core::capsule::roots_dir(capsule_dir);
+    remove_leftover_roots(roots.clone()).await;
     recover(store).await?;
     let Some(binary) = ailang_bin else {
         if workspace_root.is_some() {
@@ -210,17 +218,18 @@ pub async fn build_core(
             None
         }
     };
-    let core = Core::with_coordinator(store.clone(), Capsule { interpreter: verified, slots }, limits, effects);
+    tracing::info!(roots = %roots.display(), "capsule roots are made here");
+    let core = Core::with_coordinator(store.clone(), Capsule { interpreter: verified, slots, roots }, limits, effects);
     world_core::effects::recovery::report_pending(&core.store, &core.metrics)
         .await
         .map_err(|e| Failed::fatal(format!("startup failed at recovery: {e}")))?;
     Ok(Arc::new(core))
 }
 
-/// Capsule and tool roots a killed core left in the temporary directory go before this core
-/// makes its own; those of cores still running stay.
-async fn remove_leftover_roots() {
-    match tokio::task::spawn_blocking(world_core::scratch::remove_leftovers).await {
+/// Capsule and tool roots a killed core left in the temporary directory or in `capsule_roots`
+/// go before this core makes its own; those of cores still running stay.
+async fn remove_leftover_roots(capsule_roots: PathBuf) {
+    match tokio::task::spawn_blocking(move || world_core::scratch::remove_leftovers(&capsule_roots)).await {
         Ok(swept) => tracing::info!(
             removed = swept.removed,
             failed = swept.failed,

@@ -12,6 +12,7 @@ use world_proto::v1::invoke_reply::Outcome;
 use super::{authorization, convert, unless_store_gone};
 use crate::Core;
 use crate::invoke::{Call, Invoked};
+use crate::session::SessionBinding;
 use crate::store::{Receipt, Store};
 
 pub struct InvocationService {
@@ -23,27 +24,15 @@ impl InvocationService {
         Self { core }
     }
 
-    async fn invoke_call(&self, mut request: Request<pb::InvokeRequest>) -> Result<Outcome, Failure> {
-        let readmit = Ok(Outcome::Readmit(pb::Readmit {}));
-        // A call sent without an admission is admitted here; whatever that admission would
-        // have answered other than "this surface" goes back to the edge to answer properly.
-        let unadmitted = std::mem::take(&mut request.get_mut().unadmitted_surface);
-        let session = match self.core.resolve_session(authorization(&request), "invoke").await {
-            Ok(session) => session,
-            Err(_) if !unadmitted.is_empty() => return readmit,
-            Err(failure) => return Err(failure),
-        };
-        if !unadmitted.is_empty() {
-            let span = tracing::info_span!("admit", world.episode = session.episode.as_str());
-            match self.core.admit(&session).instrument(span).await {
-                Ok(Some((_, surface))) if surface.digest == unadmitted => {}
-                _ => return readmit,
-            }
-        }
+    /// The seed's order: the session, the tool on the session's surface at the registry head
+    /// current now (having seen a tool conveys no authority), the invocation service, the
+    /// call's arguments; then the coordinator validates and runs it.
+    async fn invoke_call(&self, request: Request<pb::InvokeRequest>) -> Result<pb::Invoked, Failure> {
+        let session = self.core.resolve_session(authorization(&request), "invoke").await?;
         let message = request.into_inner();
-        let episode = session.episode.as_str().to_owned();
         let surface = Surface::parse(&message.surface)
             .ok_or_else(|| Failure::new(FailureCode::InvalidParams, "surface must be a2a or mcp"))?;
+        let transition_id = self.admitted_transition(&session, surface, &message).await?;
         let Some(coordinator) = &self.core.coordinator else {
             // The operator chose this at start (and was warned then); each call is the caller's.
             tracing::info!(
@@ -52,10 +41,26 @@ impl InvocationService {
             );
             return Err(Failure::of(FailureCode::Unavailable));
         };
+        // The edge passes the arguments on as sent; only an object is a call. A2A answers
+        // anything else as invalid params, MCP as a failed host callback (reference-edge §7.1).
+        if !message.arguments.trim_ascii_start().starts_with(b"{") {
+            return Err(match surface {
+                Surface::A2a => Failure::of(FailureCode::InvalidParams),
+                Surface::Mcp => {
+                    tracing::info!(
+                        code = FailureCode::BadRequest.as_str(),
+                        "mcp refusal: tools/call -: {:?}",
+                        "tools/call arguments are not a JSON object"
+                    );
+                    Failure::new(FailureCode::BadRequest, "arguments are not an object")
+                }
+            });
+        }
+        let episode = session.episode.as_str().to_owned();
         let call = Call {
             surface,
             session,
-            transition_id: message.transition_id,
+            transition_id,
             task_id: match surface {
                 Surface::A2a => Some(message.task_id),
                 Surface::Mcp => None,
@@ -64,7 +69,40 @@ impl InvocationService {
             pin: (!message.transition_fn.is_empty()).then_some(message.transition_fn),
         };
         let invoked = coordinator.invoke(Arc::clone(&self.core.registry), call).await?;
-        Ok(Outcome::Invoked(invoked_message(invoked, episode)))
+        Ok(invoked_message(invoked, episode))
+    }
+}
+
+impl InvocationService {
+    /// The transition the call names, if the session's live grants see it at the registry head
+    /// current now: A2A names it by id, MCP by its tool name on the session's surface.
+    async fn admitted_transition(
+        &self,
+        session: &SessionBinding,
+        surface: Surface,
+        message: &pb::InvokeRequest,
+    ) -> Result<String, Failure> {
+        let span = tracing::info_span!("admit", world.episode = session.episode.as_str());
+        let current = self.core.registry.at(&self.core.store, session.registry_head).instrument(span).await;
+        let current = current.map_err(|error| {
+            tracing::error!(%error, "invoke: transition registry read failed");
+            Failure::of(FailureCode::Unavailable)
+        })?;
+        let Some((head, revision)) = current else { return Err(Failure::of(FailureCode::NotAuthorized)) };
+        let now = crate::session::now_unix();
+        let id = match surface {
+            Surface::A2a => message.transition_id.as_str(),
+            // Tool names are escaped over the whole visible surface at once, so the surface's
+            // (cached) name table answers.
+            Surface::Mcp => {
+                let seen = self.core.surfaces.get(head, &revision, &session.grants, now);
+                return seen.mcp_tool(&message.mcp_tool).map(str::to_owned);
+            }
+        };
+        match revision.entry(id) {
+            Some(descriptor) if descriptor.visible_to(&session.grants, now) => Ok(id.to_owned()),
+            _ => Err(Failure::of(FailureCode::NotAuthorized)),
+        }
     }
 }
 
@@ -135,7 +173,10 @@ impl Invocation for InvocationService {
         // The coordinator's own task runs on if the store goes; its answer is not committed.
         let invoked =
             unless_store_gone(&self.core, self.invoke_call(request), || Failure::of(FailureCode::NotCommitted)).await;
-        let outcome = invoked.unwrap_or_else(|failure| Outcome::Failure(convert::failure(failure)));
+        let outcome = match invoked {
+            Ok(invoked) => Outcome::Invoked(invoked),
+            Err(failure) => Outcome::Failure(convert::failure(failure)),
+        };
         Ok(Response::new(pb::InvokeReply { outcome: Some(outcome) }))
     }
 }

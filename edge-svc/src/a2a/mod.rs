@@ -4,13 +4,13 @@
 //! A2A 1.0's `SendMessage`, `GetTask` and `CancelTask` ([`message`]). Every answer is HTTP 200.
 //!
 //! The checks run in the reference's order (§5.2) whatever the method: one deadline for the
-//! whole request, the session before the body is read, the 1 MiB decoder-bounded envelope,
-//! `jsonrpc`, the method (and, for A2A 1.0's methods, `A2A-Version`), the params shape, the
-//! skill against the session's fresh surface, the invocation service, the part shape and the
-//! optional `transition_fn` pin; then the core's `Invocation.Invoke` decides the rest, and
-//! [`wire::a2a_failure`] words every failure with the seed's table. A lone send of a skill on
-//! the surface the edge holds for the credential is admitted by the core as it runs it, and
-//! falls back to that order whenever the admission would have answered differently.
+//! whole request, the session, the 1 MiB decoder-bounded envelope, `jsonrpc`, the method (and,
+//! for A2A 1.0's methods, `A2A-Version`), the params shape; then a send goes to the core as one
+//! `Invocation.Invoke`, which resolves the session and checks, in order, the skill against the
+//! session's surface at the registry head current now, the invocation service, the part shape
+//! and the optional `transition_fn` pin, and runs the call; [`wire::a2a_failure`] words every
+//! failure with the seed's table. A request none of whose calls reached the core is admitted
+//! before it is answered ([`Verdict`]), so a session refusal answers it whatever else it met.
 
 pub mod message;
 
@@ -28,13 +28,12 @@ use world_model::failure::{
 use world_model::{Failure, FailureCode, HashRef, canonicalize};
 use world_proto::v1 as pb;
 
-use crate::body::{A2A_LIMIT, Pending, read_prefix};
+use crate::body::{A2A_LIMIT, read_prefix};
 use crate::core::CoreClient;
 use crate::json::{self, DecodeError, compact_raw, go_fields, go_members, go_string, is_null, member};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
-use crate::session::{self, Forwarded};
-use crate::surface::Surface;
+use crate::session::{self, Forwarded, Verdict, refuses_session};
 use crate::wire;
 use message::Dialect;
 
@@ -222,26 +221,38 @@ pub async fn handle(
 async fn answer(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: Body) -> (Option<Method>, Response) {
     // Step 1: one deadline for the whole request, admission included.
     let deadline = Instant::now() + limits.request_deadline;
-    let null = RawValue::NULL;
     let credential = match session::precheck(headers) {
         Ok(credential) => credential,
-        Err(denial) => return (None, wire::a2a_failure(&Failure::from(denial), null)),
+        Err(denial) => return (None, wire::a2a_failure(&Failure::from(denial), RawValue::NULL)),
     };
-    let body = match core.known_surface(&credential) {
-        Some(surface) => match unadmitted_send(core, limits, headers, &credential, &surface, body, deadline).await {
-            Ok(answered) => return answered,
-            Err(body) => body,
-        },
-        None => Pending::Unread(body),
+    let verdict = Verdict::default();
+    let answered = respond(core, limits, headers, body, &credential, &verdict, deadline).await;
+    let admit = || async {
+        match tokio::time::timeout_at(deadline, core.admit(&credential)).await {
+            Ok(admitted) => admitted.map(|_| ()),
+            // A session lookup that outlived the request is the not-available row (§2.2).
+            Err(_) => Err(Failure::of(FailureCode::Timeout)),
+        }
     };
-    let admitted = match tokio::time::timeout_at(deadline, core.admit(&credential)).await {
-        Ok(Ok(admitted)) => admitted,
-        Ok(Err(failure)) => return (None, wire::a2a_failure(&failure, null)),
-        // A session lookup that outlived the request is the not-available row (§2.2).
-        Err(_) => return (None, wire::a2a_failure(&Failure::of(FailureCode::Timeout), null)),
-    };
+    match verdict.refusal(admit).await {
+        Some(refusal) => (None, wire::a2a_failure(&refusal, RawValue::NULL)),
+        None => answered,
+    }
+}
+
+/// The answer past the session's own check.
+async fn respond(
+    core: &CoreClient,
+    limits: &Limits,
+    headers: &HeaderMap,
+    body: Body,
+    credential: &Forwarded,
+    verdict: &Verdict<Failure>,
+    deadline: Instant,
+) -> (Option<Method>, Response) {
+    let null = RawValue::NULL;
     let invalid_request = |id: &RawValue| wire::a2a_error(A2A_INVALID_REQUEST.0, A2A_INVALID_REQUEST.1, id);
-    let Ok(bytes) = body.read(|body| read_prefix(body, A2A_LIMIT, limits.body_read_timeout)).await else {
+    let Ok(bytes) = read_prefix(body, A2A_LIMIT, limits.body_read_timeout).await else {
         return (None, invalid_request(null));
     };
     let envelope = match parse_envelope(&bytes) {
@@ -252,42 +263,9 @@ async fn answer(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: B
     let Some(method) = Method::parse(&envelope.method) else {
         return (None, wire::a2a_error(A2A_METHOD_NOT_FOUND.0, A2A_METHOD_NOT_FOUND.1, &envelope.id));
     };
-    let surface = &admitted.surface;
-    let request = Request { core, credential: &credential, surface, admitted: true, envelope: &envelope, deadline };
+    let request = Request { core, credential, verdict, envelope: &envelope, deadline };
     let answer = dispatch(&request, method, headers).instrument(message_span(method, &envelope)).await;
-    // Only a request sent without an admission is ever asked for one.
-    let unexpected = |Readmit| wire::a2a_failure(&Failure::of(FailureCode::Unavailable), &envelope.id);
-    (Some(method), answer.unwrap_or_else(unexpected))
-}
-
-/// A lone send (in any vocabulary) of a skill on the surface this edge last admitted the
-/// credential with, sent without a separate admission: the core admits it as part of the call,
-/// so the common request crosses to the core once instead of twice. Anything else (a read, a
-/// skill not on that surface, a check that comes after admission failing, or the core asking
-/// for an admission) goes back, nothing having run, for the ordinary path to answer.
-async fn unadmitted_send(
-    core: &CoreClient,
-    limits: &Limits,
-    headers: &HeaderMap,
-    credential: &Forwarded,
-    surface: &Surface,
-    body: Body,
-    deadline: Instant,
-) -> Result<(Option<Method>, Response), Pending> {
-    let bytes = match read_prefix(body, A2A_LIMIT, limits.body_read_timeout).await {
-        Ok(bytes) => bytes,
-        Err(error) => return Err(Pending::Read(Err(error))),
-    };
-    let ordinary = || Pending::Read(Ok(bytes.clone()));
-    let Ok(envelope) = parse_envelope(&bytes) else { return Err(ordinary()) };
-    let Some(method) = Method::parse(&envelope.method).filter(|method| method.sends()) else {
-        return Err(ordinary());
-    };
-    let request = Request { core, credential, surface, admitted: false, envelope: &envelope, deadline };
-    match dispatch(&request, method, headers).instrument(message_span(method, &envelope)).await {
-        Ok(answer) => Ok((Some(method), answer)),
-        Err(Readmit) => Err(ordinary()),
-    }
+    (Some(method), answer)
 }
 
 fn message_span(method: Method, envelope: &Envelope) -> tracing::Span {
@@ -305,32 +283,27 @@ fn message_span(method: Method, envelope: &Envelope) -> tracing::Span {
 struct Request<'a> {
     core: &'a CoreClient,
     credential: &'a Forwarded,
-    /// The session's surface: admitted fresh for this request, or the one the edge holds.
-    surface: &'a Surface,
-    /// False until the core admits the request, which it does as it runs a call.
-    admitted: bool,
+    /// What the core's answers said of the session.
+    verdict: &'a Verdict<Failure>,
     envelope: &'a Envelope,
     deadline: Instant,
 }
 
-/// The request must be admitted before it is answered; nothing ran.
-struct Readmit;
-
 impl Request<'_> {
-    /// `refusal`, once the request is admitted: the reference checks the session first, so a
-    /// request sent without an admission is never refused before it has one.
-    fn admitted_refusal<T>(&self, refusal: T) -> Result<T, Readmit> {
-        if self.admitted { Ok(refusal) } else { Err(Readmit) }
+    /// `answer`, a core's answer to one of this request's calls, noted for the session check.
+    fn heard<T>(&self, answer: Result<T, Failure>) -> Result<T, Failure> {
+        self.verdict.heard(answer.as_ref().err().filter(|failure| refuses_session(failure)).cloned());
+        answer
     }
 }
 
-async fn dispatch(request: &Request<'_>, method: Method, headers: &HeaderMap) -> Result<Response, Readmit> {
+async fn dispatch(request: &Request<'_>, method: Method, headers: &HeaderMap) -> Response {
     let id: &RawValue = &request.envelope.id;
     if method.is_a2a_1_0() {
         let version = headers.get(VERSION_HEADER).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
         if !version.as_deref().is_some_and(message::speaks_1_0) {
             let message = a2a_version_not_supported(version.as_deref());
-            return request.admitted_refusal(wire::a2a_error(A2A_VERSION_NOT_SUPPORTED, &message, id));
+            return wire::a2a_error(A2A_VERSION_NOT_SUPPORTED, &message, id);
         }
     }
     let params = request.envelope.params.as_deref();
@@ -345,104 +318,90 @@ async fn dispatch(request: &Request<'_>, method: Method, headers: &HeaderMap) ->
 }
 
 /// Steps 7–15 of one `tasks/send` (or `message/send` in the seed's shape).
-async fn send(request: &Request<'_>) -> Result<Response, Readmit> {
+async fn send(request: &Request<'_>) -> Response {
     let id: &RawValue = &request.envelope.id;
     let Ok(params) = parse_params(request.envelope.params.as_deref()) else {
-        return request.admitted_refusal(wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id));
+        return wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id);
     };
-    let invoked = invoke(request, params.skill(), &params.id, params.call()).await?;
-    Ok(match invoked.and_then(|invoked| task(&params.id, &invoked).map(|task| wire::a2a_ok(&task, id))) {
+    let invoked = invoke(request, params.skill(), &params.id, params.call()).await;
+    match invoked.and_then(|invoked| task(&params.id, &invoked).map(|task| wire::a2a_ok(&task, id))) {
         Ok(answer) => answer,
         Err(failure) => wire::a2a_failure(&failure, id),
-    })
+    }
 }
 
 /// A2A 0.3 `message/send` and A2A 1.0 `SendMessage`: the same steps as `tasks/send`, with the
 /// message's `messageId` as the task id.
-async fn send_message(request: &Request<'_>, dialect: Dialect) -> Result<Response, Readmit> {
+async fn send_message(request: &Request<'_>, dialect: Dialect) -> Response {
     let id: &RawValue = &request.envelope.id;
     let Ok(send) = message::parse_send(request.envelope.params.as_deref(), dialect) else {
-        return request.admitted_refusal(wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id));
+        return wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id);
     };
-    let answer = invoke(request, send.skill, &send.task_id, send.call).await?.and_then(|invoked| {
+    let answer = invoke(request, send.skill, &send.task_id, send.call).await.and_then(|invoked| {
         let task = message::task(dialect, &send.task_id, &invoked)?;
         Ok(match dialect {
             Dialect::V03 => wire::a2a_ok(&task, id),
             Dialect::V1 => wire::a2a_ok(&message::SendMessageResult { task }, id),
         })
     });
-    Ok(answer.unwrap_or_else(|failure| wire::a2a_failure(&failure, id)))
+    answer.unwrap_or_else(|failure| wire::a2a_failure(&failure, id))
 }
 
 /// A2A 1.0 `GetTask` (the committed task, read from the store) and `CancelTask` (a task that
 /// exists has completed: never cancelable).
-async fn read_task(request: &Request<'_>, cancel: bool) -> Result<Response, Readmit> {
-    // Reads are always admitted first.
-    request.admitted_refusal(())?;
+async fn read_task(request: &Request<'_>, cancel: bool) -> Response {
     let id: &RawValue = &request.envelope.id;
     let Some(task_id) = message::parse_task_query(request.envelope.params.as_deref()) else {
-        return Ok(wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id));
+        return wire::a2a_failure(&Failure::of(FailureCode::InvalidParams), id);
     };
     tracing::Span::current().record("a2a.task.id", task_id.as_str());
     let remaining = request.deadline.saturating_duration_since(Instant::now());
     if remaining.is_zero() {
-        return Ok(wire::a2a_failure(&Failure::of(FailureCode::Deadline), id));
+        return wire::a2a_failure(&Failure::of(FailureCode::Deadline), id);
     }
-    let invoked = match request.core.committed_task(request.credential, &task_id, remaining).await {
+    let invoked = match request.heard(request.core.committed_task(request.credential, &task_id, remaining).await) {
         Ok(invoked) => invoked,
-        Err(failure) => return Ok(wire::a2a_task_read_failure(&failure, id)),
+        Err(failure) => return wire::a2a_task_read_failure(&failure, id),
     };
     if cancel {
-        return Ok(wire::a2a_error(A2A_TASK_NOT_CANCELABLE.0, A2A_TASK_NOT_CANCELABLE.1, id));
+        return wire::a2a_error(A2A_TASK_NOT_CANCELABLE.0, A2A_TASK_NOT_CANCELABLE.1, id);
     }
-    Ok(match message::task(Dialect::V1, &task_id, &invoked) {
+    match message::task(Dialect::V1, &task_id, &invoked) {
         Ok(task) => wire::a2a_ok(&task, id),
         Err(failure) => wire::a2a_failure(&failure, id),
-    })
+    }
 }
 
-/// Steps 9–14, the same for every vocabulary: the skill against the session's surface (unknown,
-/// invisible and ungranted skills are one answer), the invocation service, the part shape and
-/// pin, then the core.
+/// Steps 9–14, the same for every vocabulary, in one call to the core: it checks the skill
+/// against the session's surface (unknown, invisible and ungranted skills are one answer), the
+/// invocation service, then the part shape and pin (a call without one usable data part, or
+/// with a malformed pin, is sent without arguments), and runs it.
 async fn invoke(
     request: &Request<'_>,
     skill: String,
     task_id: &str,
     call: Option<(&RawValue, Option<HashRef>)>,
-) -> Result<Result<pb::Invoked, Failure>, Readmit> {
+) -> Result<pb::Invoked, Failure> {
     let span = tracing::Span::current();
     span.record("a2a.skill", skill.as_str());
     span.record("a2a.task.id", task_id);
-    if !request.surface.descriptors.iter().any(|descriptor| descriptor.id == skill) {
-        return request.admitted_refusal(Err(Failure::of(FailureCode::NotAuthorized)));
-    }
-    let Some((data, pin)) = call else {
-        request.admitted_refusal(())?;
-        // Step 11 comes before the part checks: a core that cannot invoke at all says so
-        // first, so ask it before blaming the parts.
-        let can_invoke = matches!(
-            tokio::time::timeout_at(request.deadline, request.core.health()).await,
-            Ok(Ok(health)) if health.coordinator
-        );
-        return Ok(Err(Failure::of(if can_invoke { FailureCode::InvalidParams } else { FailureCode::Unavailable })));
+    let (arguments, pin) = match call {
+        Some((data, pin)) => (data.get().as_bytes().to_vec(), pin.map(|pin| pin.to_string()).unwrap_or_default()),
+        None => Default::default(),
     };
     let invoke = pb::InvokeRequest {
         surface: "a2a".into(),
         transition_id: skill,
         task_id: task_id.to_owned(),
-        arguments: data.get().as_bytes().to_vec(),
-        transition_fn: pin.map(|pin| pin.to_string()).unwrap_or_default(),
-        unadmitted_surface: if request.admitted { String::new() } else { request.surface.digest.clone() },
+        arguments,
+        transition_fn: pin,
+        ..Default::default()
     };
     let remaining = request.deadline.saturating_duration_since(Instant::now());
     if remaining.is_zero() {
-        return Ok(Err(Failure::of(FailureCode::Deadline)));
+        return Err(Failure::of(FailureCode::Deadline));
     }
-    match request.core.invoke(request.credential, invoke, remaining).await {
-        Ok(Some(invoked)) => Ok(Ok(invoked)),
-        Ok(None) => Err(Readmit),
-        Err(failure) => Ok(Err(failure)),
-    }
+    request.heard(request.core.invoke(request.credential, invoke, remaining).await)
 }
 
 // The reference encodes the task as a Go map, so each struct below is declared in bytewise
