@@ -3,44 +3,19 @@
 //! verifier, refresh tokens rotate and are single-use, a reuse ends every session of the
 //! approval, revoking ends it too, and expiry is the clock's (the time is passed in).
 
-use sqlx::Connection;
+mod common;
+
+use common::{Fresh, fresh_location};
 use world_core::oauth::{self, ApprovalView, AuthorizationRequest, IssuedToken, Registration, TokenRequest};
-use world_core::store::{Approval, OpenMode, Store, StoreLocation};
+use world_core::store::{Approval, OpenMode, Store};
 use world_model::oauth::{OAuthErrorCode, s256_challenge};
 
 const VERIFIER: &str = "a-verifier-of-the-rules-that-is-long-enough-for-pkce-0123456789";
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
 const NOW: i64 = 1_800_000_000;
 
-enum Fresh {
-    Sqlite(#[allow(dead_code)] tempfile::TempDir),
-    Postgres,
-}
-
 async fn fresh(backend: &str) -> (Store, Fresh) {
-    let (location, guard) = match backend {
-        "sqlite" => {
-            let dir = tempfile::tempdir().expect("temp dir");
-            (StoreLocation::Sqlite(dir.path().join("world.db")), Fresh::Sqlite(dir))
-        }
-        _ => {
-            let admin = std::env::var("WORLD_TEST_POSTGRES_URL").expect(
-                "WORLD_TEST_POSTGRES_URL is not set: run the tests with tests/run.sh, which starts a throwaway \
-                 PostgreSQL, or set it to an admin URL of a server the tests may create databases on",
-            );
-            sqlx::any::install_default_drivers();
-            let mut random = [0u8; 6];
-            rand::fill(&mut random);
-            let name = format!("world_oauth_{}", hex::encode(random));
-            let mut conn = sqlx::AnyConnection::connect(&admin).await.expect("connect to the PostgreSQL admin URL");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                .execute(&mut conn)
-                .await
-                .expect("create test database");
-            let base = admin.rsplit_once('/').map(|(base, _)| base).expect("admin URL names a database");
-            (StoreLocation::Postgres(format!("{base}/{name}")), Fresh::Postgres)
-        }
-    };
+    let (location, guard) = fresh_location(backend).await;
     (Store::open(&location, OpenMode::CreateIfMissing).await.expect("open the store"), guard)
 }
 

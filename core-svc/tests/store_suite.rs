@@ -6,6 +6,9 @@
 
 use std::time::Duration;
 
+mod common;
+
+use common::fresh_location;
 use sqlx::Connection;
 use world_core::genesis::{self, entry_hash, world_ref};
 use world_core::store::{
@@ -15,42 +18,6 @@ use world_core::store::{
 use world_model::{AccessTriple, Episode, HashRef};
 
 const BUDGET: Duration = Duration::from_secs(10);
-
-/// A fresh, empty store location of each backend; the guard keeps it alive.
-enum Fresh {
-    Sqlite(#[allow(dead_code)] tempfile::TempDir),
-    Postgres,
-}
-
-async fn fresh(backend: &str) -> (StoreLocation, Fresh) {
-    match backend {
-        "sqlite" => {
-            let dir = tempfile::tempdir().expect("temp dir");
-            (StoreLocation::Sqlite(dir.path().join("world.db")), Fresh::Sqlite(dir))
-        }
-        _ => {
-            let admin = std::env::var("WORLD_TEST_POSTGRES_URL").expect(
-                "WORLD_TEST_POSTGRES_URL is not set: run the tests with tests/run.sh, which starts a throwaway \
-                 PostgreSQL, or set it to an admin URL of a server the tests may create databases on",
-            );
-            sqlx::any::install_default_drivers();
-            let name = format!("world_test_{}", hex::encode(rand_bytes()));
-            let mut conn = sqlx::AnyConnection::connect(&admin).await.expect("connect to the PostgreSQL admin URL");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                .execute(&mut conn)
-                .await
-                .expect("create test database");
-            let base = admin.rsplit_once('/').map(|(base, _)| base).expect("admin URL names a database");
-            (StoreLocation::Postgres(format!("{base}/{name}")), Fresh::Postgres)
-        }
-    }
-}
-
-fn rand_bytes() -> [u8; 6] {
-    let mut bytes = [0u8; 6];
-    rand::fill(&mut bytes);
-    bytes
-}
 
 /// The commit that extends `head` (a world of `revision`) with one entry
 /// carrying `payload`.
@@ -99,14 +66,14 @@ macro_rules! suite {
         mod sqlite {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                let (location, _guard) = super::fresh("sqlite").await;
+                let (location, _guard) = super::fresh_location("sqlite").await;
                 super::$name(location).await;
             })*
         }
         mod postgres {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                let (location, _guard) = super::fresh("postgres").await;
+                let (location, _guard) = super::fresh_location("postgres").await;
                 super::$name(location).await;
             })*
         }
@@ -221,8 +188,10 @@ async fn a_version_1_store_is_migrated_in_place(location: StoreLocation) {
 /// SQLite only: on PostgreSQL the database is its operator's to create, and opening never creates one.
 #[tokio::test]
 async fn a_missing_sqlite_store_is_not_created_when_it_must_exist() {
-    let (location, _guard) = fresh("sqlite").await;
-    let StoreLocation::Sqlite(path) = &location else { unreachable!("fresh(\"sqlite\") is a SQLite location") };
+    let (location, _guard) = fresh_location("sqlite").await;
+    let StoreLocation::Sqlite(path) = &location else {
+        unreachable!("fresh_location(\"sqlite\") is a SQLite location")
+    };
     assert!(matches!(Store::open(&location, OpenMode::MustExist).await, Err(StoreError::Missing(_))));
     assert!(!path.exists());
 }
@@ -424,7 +393,7 @@ async fn the_serving_lock_excludes_the_exclusive_writer(location: StoreLocation)
 /// copies of all its descriptors) must not leave its store "already served" to its successor.
 #[tokio::test]
 async fn a_sqlite_serving_lock_ends_with_its_holder_not_with_copies_of_its_descriptor() {
-    let (location, _dir) = fresh("sqlite").await;
+    let (location, _dir) = fresh_location("sqlite").await;
     let serving = ServingLock::acquire(&location, LockMode::Serve).await.expect("serve lock");
     // SAFETY: the child only waits for signals until it is killed below.
     let child = unsafe { libc::fork() };
@@ -577,7 +546,7 @@ async fn until_dead(store: &Store, owner: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_cores_claims_leases_and_intents_are_told_apart_from_a_live_ones_on_postgres() {
-    let (location, _guard) = fresh("postgres").await;
+    let (location, _guard) = fresh_location("postgres").await;
     let (dead, dead_liveness) = serving_as(&location, "core-a").await;
     let (live, _live_liveness) = serving_as(&location, "core-b").await;
     let now = world_core::session::now_unix();
@@ -615,7 +584,7 @@ async fn a_dead_cores_claims_leases_and_intents_are_told_apart_from_a_live_ones_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_core_restarted_under_its_identity_ends_its_dead_runs_claims_on_postgres() {
-    let (location, _guard) = fresh("postgres").await;
+    let (location, _guard) = fresh_location("postgres").await;
     let (first, first_liveness) = serving_as(&location, "core-a").await;
     let (other, _other_liveness) = serving_as(&location, "core-b").await;
     let now = world_core::session::now_unix();

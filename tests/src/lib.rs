@@ -211,6 +211,28 @@ impl World {
         self.republish(&path, count);
     }
 
+    /// One MCP `tools/call` through the edge: the JSON-RPC object of its answer (the SSE
+    /// event's data, or the whole-POST envelope).
+    pub async fn mcp_call(&self, token: &str, tool: &str, arguments: serde_json::Value) -> serde_json::Value {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": arguments}
+        });
+        let text = http()
+            .post(self.url("/mcp/"))
+            .header("Authorization", format!("Bearer {token}"))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("tools/call")
+            .text()
+            .await
+            .expect("the answer's body");
+        let data = text.lines().find_map(|line| line.strip_prefix("data: ")).unwrap_or(&text);
+        serde_json::from_str(data).expect("a JSON-RPC object")
+    }
+
     /// Asserts how many admissions and invocations the edge has sent to the core so far.
     pub async fn assert_core_calls(&self, admit: u64, invoke: u64) {
         let metrics = http().get(self.url("/metrics")).send().await.expect("GET /metrics").text().await.expect("body");

@@ -54,19 +54,7 @@ fn a2a_output(answer: &Value) -> &Value {
 
 /// One MCP `tools/call`: the JSON-RPC object of its answer (SSE or whole-POST envelope).
 async fn mcp(world: &World, token: &str, tool: &str, arguments: Value) -> Value {
-    let body = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":tool,"arguments":arguments}});
-    let response = http()
-        .post(world.url("/mcp/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("mcp request");
-    let text = response.text().await.expect("mcp body");
-    let data = text.lines().find_map(|line| line.strip_prefix("data: ")).unwrap_or(&text);
-    serde_json::from_str(data).expect("a JSON-RPC object")
+    world.mcp_call(token, tool, arguments).await
 }
 
 async fn object(world: &World, token: &str, reference: &str) -> Value {

@@ -6,27 +6,13 @@
 //! every one of the twenty `ailang-cli` operations served or refused with its reason.
 
 use serde_json::{Value, json};
-use world_tests::{Setup, World, fixture, http};
+use world_tests::{Setup, World, fixture};
 
 const TOOLS: usize = 8;
 
 /// One MCP `tools/call`: the JSON-RPC `result` of its answer.
 async fn call(world: &World, token: &str, tool: &str, arguments: Value) -> Value {
-    let body = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":tool,"arguments":arguments}});
-    let text = http()
-        .post(world.url("/mcp/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("mcp request")
-        .text()
-        .await
-        .expect("mcp body");
-    let data = text.lines().find_map(|line| line.strip_prefix("data: ")).unwrap_or(&text);
-    let answer: Value = serde_json::from_str(data).expect("a JSON-RPC object");
+    let answer = world.mcp_call(token, tool, arguments).await;
     assert!(answer["result"]["structuredContent"].is_object(), "{tool}: {answer}");
     answer["result"].clone()
 }

@@ -6,28 +6,13 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
-use world_tests::{Setup, World, http};
+use world_tests::{Setup, World};
 
 const PROGRAM: &str = "module hello\n\nexport func main(input: string) -> string {\n  \"hi ${input}\"\n}\n";
 
 /// One MCP `tools/call`; the tool's output object (its structured content).
 async fn call(world: &World, token: &str, tool: &str, arguments: Value) -> Value {
-    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":tool,"arguments":arguments}});
-    let text = http()
-        .post(world.url("/mcp/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("tools/call")
-        .text()
-        .await
-        .expect("the answer's body");
-    let data = text.lines().find_map(|line| line.strip_prefix("data: ")).unwrap_or(&text);
-    let answer: Value = serde_json::from_str(data).expect("a JSON-RPC answer");
-    answer["result"]["structuredContent"].clone()
+    world.mcp_call(token, tool, arguments).await["result"]["structuredContent"].clone()
 }
 
 /// The ref of the single effect record in an output's `world` block.
