@@ -111,11 +111,20 @@ fn is_port(text: &str) -> bool {
         .is_some_and(|port| !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// How long a denied POST's body may take to arrive before the denial is sent regardless.
+const DENIAL_BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub async fn handle(state: &AppState, headers: &HeaderMap, body: Body) -> Response {
     let deadline = Instant::now() + state.limits.request_deadline;
     let credential = match session::precheck(headers) {
         Ok(credential) => credential,
-        Err(denial) => return wire::mcp_denial(denial),
+        Err(denial) => {
+            // Read the body (bounded) before answering: a body left unread makes hyper close the
+            // connection after the 401, under a client that reuses it at once for its next
+            // request (an OAuth client's discovery follows its first 401 immediately).
+            let _ = read_capped(body, MCP_LIMIT, DENIAL_BODY_WAIT).await;
+            return wire::mcp_denial(denial);
+        }
     };
     let session = PostSession {
         core: &state.core,
