@@ -211,6 +211,19 @@ impl World {
         self.republish(&path, count);
     }
 
+    /// A `GET` of `path` on the edge with `token`'s bearer credential, read as JSON.
+    pub async fn get_json(&self, token: &str, path: &str) -> serde_json::Value {
+        http()
+            .get(self.url(path))
+            .header("Authorization", format!("Bearer {token}"))
+            .send()
+            .await
+            .expect("GET on the edge")
+            .json()
+            .await
+            .expect("a JSON answer")
+    }
+
     /// One MCP `tools/call` through the edge: the JSON-RPC object of its answer (the SSE
     /// event's data, or the whole-POST envelope).
     pub async fn mcp_call(&self, token: &str, tool: &str, arguments: serde_json::Value) -> serde_json::Value {

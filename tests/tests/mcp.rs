@@ -320,15 +320,7 @@ async fn the_methods_answer_with_one_sse_event() {
         "batch",
     );
     assert_eq!(world.log_len(&token).await, 4, "each call item committed its own entry");
-    let entry: Value = http()
-        .get(world.url("/v1/log/3"))
-        .header("Authorization", format!("Bearer {token}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let entry: Value = world.get_json(&token, "/v1/log/3").await;
     assert_eq!(entry["header"]["writtenBy"], "coordinator:mcp", "{entry}");
 
     // A batch whose later item is bad: the 400 of that item, after the first ran.

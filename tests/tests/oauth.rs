@@ -372,15 +372,7 @@ async fn discovery_names_the_flow_and_every_401_from_mcp_points_to_it() {
 
     // The card names the flow beside the bearer.
     let token = world.mint("ep1", &[GRANT], 3600);
-    let card: Value = http()
-        .get(world.url("/.well-known/agent-card.json"))
-        .header("Authorization", format!("Bearer {token}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = world.get_json(&token, "/.well-known/agent-card.json").await;
     let flow = &card["securitySchemes"]["oauth"]["oauth2SecurityScheme"]["flows"]["authorizationCode"];
     assert_eq!(flow["authorizationUrl"], format!("{}/authorize", world.edge_url));
     assert_eq!(flow["tokenUrl"], format!("{}/token", world.edge_url));

@@ -124,15 +124,7 @@ async fn every_surface_is_exactly_what_the_grants_allow() {
             let expected_names: BTreeSet<String> = expected.iter().map(|id| escape(id).unwrap()).collect();
             assert_eq!(listed, expected_names, "tools/list, {case}");
 
-            let card: Value = http()
-                .get(world.url("/.well-known/agent.json"))
-                .header("Authorization", format!("Bearer {token}"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let card: Value = world.get_json(&token, "/.well-known/agent.json").await;
             let skills: BTreeSet<String> = card["skills"]
                 .as_array()
                 .map(|skills| skills.iter().map(|s| s["id"].as_str().unwrap().to_owned()).collect())
