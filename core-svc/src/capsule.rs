@@ -19,11 +19,9 @@ use tracing::Instrument as _;
 use world_model::HashRef;
 
 use crate::archive::Interpreter;
+use crate::limits::CAPTURED_OUTPUT;
 use crate::scratch;
 use crate::subprocess::{self, Finished, RunError, Slots, Spawn};
-
-/// Per-stream capture cap of a capsule run.
-pub const CAPSULE_OUTPUT_CAP: usize = 8 * 1024 * 1024;
 
 /// The transition's source in a capsule root.
 pub const SOURCE_PATH: &str = "host/capsule/main.ail";
@@ -244,7 +242,7 @@ pub async fn run(
         "world.interpreter.ref" = %interpreter.interpreter.reference,
         process.exit.code = tracing::field::Empty,
     );
-    let finished = subprocess::run(spawn, slot, timeout, CAPSULE_OUTPUT_CAP).instrument(span.clone()).await?;
+    let finished = subprocess::run(spawn, slot, timeout, CAPTURED_OUTPUT).instrument(span.clone()).await?;
     if let Some(code) = finished.status.code() {
         span.record("process.exit.code", code);
     }

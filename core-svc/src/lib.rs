@@ -47,7 +47,7 @@ pub(crate) mod surface;
 pub use limits::Limits;
 pub use store::{Store, StoreError};
 
-use world_model::{Failure, FailureCode};
+use world_model::Failure;
 use world_proto::v1 as pb;
 
 use session::SessionBinding;
@@ -119,11 +119,11 @@ impl Core {
     /// Resolves a credential fresh from the store under the credential deadline.
     pub async fn resolve_session(&self, authorization: Option<&str>, what: &str) -> Result<SessionBinding, Failure> {
         let now = session::now_unix();
-        match tokio::time::timeout(self.limits.credential, session::resolve(&self.store, authorization, now)).await {
-            Ok(Ok(binding)) => Ok(binding),
-            Ok(Err(error)) => Err(invoke::refusal::resolve_failure(error, what)),
-            Err(_) => Err(Failure::new(FailureCode::Timeout, "credential lookup deadline (3s) exceeded")),
-        }
+        let limit = self.limits.credential;
+        let resolved = tokio::time::timeout(limit, session::resolve(&self.store, authorization, now))
+            .await
+            .map_err(|elapsed| invoke::refusal::credential_timeout(elapsed, limit))?;
+        resolved.map_err(|error| invoke::refusal::resolve_failure(error, what))
     }
 
     /// The Prometheus text of this core's metrics.

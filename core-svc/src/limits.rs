@@ -4,8 +4,25 @@
 //! handler at most half and ending three tenths before the deadline, which leaves a fifth for
 //! the tail (the finish, a tenth, and the commit) and a tenth to spare. At the default 20 s
 //! that is the reference's 2 s plan, 10 s handler, 4 s tail and 2 s finish.
+//!
+//! The defaults an operator can change are named constants, so `world-core serve`'s flags
+//! show the very values [`Limits::default`] holds.
 
 use std::time::Duration;
+
+/// One invocation, end to end, by default (`--invocation-timeout`).
+pub const INVOCATION: Duration = Duration::from_secs(20);
+/// Interpreter subprocesses that may run at once by default (`--max-subprocesses`).
+pub const MAX_SUBPROCESSES: usize = 8;
+/// Largest canonical input (arguments) by default, in bytes (`--max-input-bytes`).
+pub const MAX_INPUT: usize = 1024 * 1024;
+/// Largest transition output by default, in bytes (`--max-output-bytes`).
+pub const MAX_OUTPUT: usize = 1024 * 1024;
+/// What an interpreter subprocess (a capsule run, an `Ailang.*` tool) may write to stdout, and
+/// to stderr, before it is killed.
+pub const CAPTURED_OUTPUT: usize = 8 * 1024 * 1024;
+/// How long calls in flight may take to finish once the store's file is gone.
+pub const STORE_GONE_GRACE: Duration = Duration::from_secs(2);
 
 /// The shortest invocation timeout served: below it the plan's share (a tenth) would fall
 /// under the 200 ms an interpreter run can take on a busy host.
@@ -42,7 +59,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            invocation: Duration::from_secs(20),
+            invocation: INVOCATION,
             credential: Duration::from_secs(3),
             read: Duration::from_secs(10),
             rest_commit: Duration::from_secs(3),
@@ -50,9 +67,9 @@ impl Default for Limits {
             finish_phase: Duration::from_secs(2),
             handler: Duration::from_secs(10),
             post_effect: Duration::from_secs(4),
-            max_input: 1024 * 1024,
-            max_output: 1024 * 1024,
-            max_subprocesses: 8,
+            max_input: MAX_INPUT,
+            max_output: MAX_OUTPUT,
+            max_subprocesses: MAX_SUBPROCESSES,
         }
     }
 }

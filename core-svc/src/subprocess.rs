@@ -28,8 +28,6 @@ use tokio::net::unix::pipe;
 /// CPUs must not starve the core's own threads (admission, the store, health), which then
 /// hold the write lock longer and answer every caller late.
 const CHILD_NICENESS: libc::c_int = 10;
-/// Per-stream capture cap.
-pub const OUTPUT_CAP: usize = 8 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {

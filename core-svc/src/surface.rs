@@ -9,6 +9,7 @@ use world_model::{Failure, FailureCode, Grant, HashRef, McpNameError, Revision, 
 use world_proto::v1 as pb;
 
 use crate::grpc::convert;
+use crate::invoke::refusal;
 use crate::session::SessionBinding;
 use crate::{Core, registry};
 
@@ -38,11 +39,7 @@ impl Surface {
                 .get(name)
                 .map(|&at| self.descriptors[at].id.as_str())
                 .ok_or_else(|| Failure::of(FailureCode::NotAuthorized)),
-            Err(error) => {
-                // The reference's operator line; the caller sees only "host callback failed".
-                tracing::error!("mcp refusal: tools/call -: {:?}", error.to_string());
-                Err(Failure::of(FailureCode::Unavailable))
-            }
+            Err(error) => Err(refusal::broken_surface(error)),
         }
     }
 }
@@ -91,10 +88,8 @@ impl Surfaces {
 impl Core {
     /// The surface `session` sees now.
     pub async fn admit(&self, session: &SessionBinding) -> Result<Admission, Failure> {
-        let current = self.registry.at(&self.store, session.registry_head).await.map_err(|error| {
-            tracing::error!(%error, "admit: transition registry read failed");
-            Failure::of(FailureCode::Unavailable)
-        })?;
+        let current = self.registry.at(&self.store, session.registry_head).await;
+        let current = current.map_err(|error| refusal::registry_failure(error, "admit"))?;
         let now = crate::session::now_unix();
         Ok(current.map(|(head, revision)| (head, self.surfaces.get(head, &revision, &session.grants, now))))
     }

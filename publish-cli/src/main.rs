@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use world_core::archive::{Archive, Interpreter};
 use world_core::attended;
-use world_core::limits::Limits;
+use world_core::limits;
 use world_core::publish::{self, Outcome};
 use world_core::store::{LockError, LockMode, OpenMode, ServingLock, Store, StoreLocation};
 use world_core::subprocess::Slots;
@@ -159,7 +159,7 @@ async fn publish_with(store: &Store, location: &StoreLocation, args: Transitions
         Ok(archive) => archive,
         Err(error) => return End::Failed(error.to_string()),
     };
-    let slots = Slots::new(Limits::default().max_subprocesses);
+    let slots = Slots::new(limits::MAX_SUBPROCESSES);
     let interpreter = match pin(&archive, args.ailang_bin.as_deref(), args.interpreter_ref.as_deref(), &slots).await {
         Ok(interpreter) => interpreter,
         Err(error) => return End::Failed(error),

@@ -8,7 +8,7 @@ use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use world_core::archive::{Archive, Interpreter};
 use world_core::capsule::{Capsule, VerifiedInterpreter};
-use world_core::limits::Limits;
+use world_core::limits::{self, Limits, STORE_GONE_GRACE};
 use world_core::store::{
     Backend, Liveness, LockMode, OpenMode, ServingLock, Store, StoreFiles, StoreLocation, WATCH_INTERVAL,
 };
@@ -17,13 +17,16 @@ use world_core::{Core, registry};
 
 use super::{Failed, Outcome, open_store, parse_location};
 
+/// The core's gRPC address unless one is given (`serve --listen`, `up --core-listen`).
+pub const LISTEN: &str = "127.0.0.1:7650";
+
 #[derive(clap::Args)]
 pub struct ServeArgs {
     /// The store: a SQLite file path or a postgres:// URL (created when missing).
     #[arg(long, env = "WORLD_STORE")]
     store: String,
     /// The gRPC listen address (port 0 picks a free port; the startup line names it).
-    #[arg(long, env = "WORLD_LISTEN", default_value = "127.0.0.1:7650")]
+    #[arg(long, env = "WORLD_LISTEN", default_value = LISTEN)]
     listen: SocketAddr,
     /// The pinned AILANG interpreter; without it there is no coordinator and
     /// invocations answer "not available".
@@ -64,27 +67,26 @@ pub struct ServeArgs {
 pub struct LimitArgs {
     /// Seconds one invocation may take, end to end (at least 2); an effectful call's plan,
     /// handler, finish and commit each get a share of it.
-    #[arg(long, env = "WORLD_INVOCATION_TIMEOUT", default_value_t = Limits::default().invocation.as_secs())]
+    #[arg(long, env = "WORLD_INVOCATION_TIMEOUT", default_value_t = limits::INVOCATION.as_secs())]
     invocation_timeout: u64,
     /// Interpreter subprocesses that may run at once; calls beyond are refused, not queued.
-    #[arg(long, env = "WORLD_MAX_SUBPROCESSES", default_value_t = Limits::default().max_subprocesses)]
+    #[arg(long, env = "WORLD_MAX_SUBPROCESSES", default_value_t = limits::MAX_SUBPROCESSES)]
     max_subprocesses: usize,
     /// Largest canonical input (arguments) in bytes.
-    #[arg(long, env = "WORLD_MAX_INPUT_BYTES", default_value_t = Limits::default().max_input)]
+    #[arg(long, env = "WORLD_MAX_INPUT_BYTES", default_value_t = limits::MAX_INPUT)]
     max_input_bytes: usize,
     /// Largest transition output in bytes.
-    #[arg(long, env = "WORLD_MAX_OUTPUT_BYTES", default_value_t = Limits::default().max_output)]
+    #[arg(long, env = "WORLD_MAX_OUTPUT_BYTES", default_value_t = limits::MAX_OUTPUT)]
     max_output_bytes: usize,
 }
 
 impl Default for LimitArgs {
     fn default() -> Self {
-        let limits = Limits::default();
         Self {
-            invocation_timeout: limits.invocation.as_secs(),
-            max_subprocesses: limits.max_subprocesses,
-            max_input_bytes: limits.max_input,
-            max_output_bytes: limits.max_output,
+            invocation_timeout: limits::INVOCATION.as_secs(),
+            max_subprocesses: limits::MAX_SUBPROCESSES,
+            max_input_bytes: limits::MAX_INPUT,
+            max_output_bytes: limits::MAX_OUTPUT,
         }
     }
 }
@@ -367,9 +369,6 @@ pub fn store_files(location: &StoreLocation, serving_lock: &ServingLock) -> Resu
         .map_err(|e| Failed::fatal(format!("cannot watch the store {}: {e}", store.display())))?;
     Ok(Some(files))
 }
-
-/// How long requests in flight may take to finish once the store is gone.
-const STORE_GONE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Installs SIGINT and SIGTERM handlers now; the future resolves on either.
 pub fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {

@@ -19,13 +19,13 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpListener;
 use world_core::attended;
-use world_core::limits::Limits;
+use world_core::limits;
 use world_core::session::{self, SessionBinding, now_unix};
 use world_core::store::{LockMode, OpenMode, ServingLock, Store, StoreLocation};
 use world_core::subprocess::Slots;
 use world_model::{Episode, Grant};
 
-use super::serve::{CoreOptions, build_core, pin_interpreter, serve_grpc, shutdown_signal, store_files};
+use super::serve::{self, CoreOptions, build_core, pin_interpreter, serve_grpc, shutdown_signal, store_files};
 use super::{Failed, Outcome, open_store};
 
 const EPISODE: &str = "demo";
@@ -64,7 +64,7 @@ pub struct UpArgs {
     )]
     manifests: Vec<PathBuf>,
     /// The core's gRPC address.
-    #[arg(long, default_value = "127.0.0.1:7650")]
+    #[arg(long, default_value = serve::LISTEN)]
     core_listen: SocketAddr,
     /// The edge's HTTP address (the one agents use).
     #[arg(long, default_value = "127.0.0.1:7644")]
@@ -94,7 +94,7 @@ pub async fn run(args: UpArgs) -> Outcome {
     // What this run changed, for an operator who declines the mint.
     let mut done = Vec::new();
     step("pinning the interpreter", &siblings.ailang.display().to_string());
-    pin_interpreter(&store, &location, &siblings.ailang, None, &Slots::new(Limits::default().max_subprocesses)).await?;
+    pin_interpreter(&store, &location, &siblings.ailang, None, &Slots::new(limits::MAX_SUBPROCESSES)).await?;
     if store.selected_head().await.map_err(Failed::fatal)?.is_none() {
         let world = world_core::genesis::commit_genesis(&store, now_unix()).await.map_err(Failed::fatal)?;
         step("committed genesis", &world.reference.to_string());

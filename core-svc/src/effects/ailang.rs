@@ -27,6 +27,7 @@ use world_model::{HashRef, canonical_value};
 
 use super::handlers::{HandlerFailure, Output};
 use super::worktree::{AccessError, ConfinementPolicy, Worktree};
+use crate::limits::CAPTURED_OUTPUT;
 use crate::subprocess::{self, RunError, Slots, Spawn};
 
 /// The reference's `ailang-cli` operations. Each is served or refused with its reason
@@ -580,7 +581,7 @@ impl AilangHandlers {
         if let Some(examples) = &self.examples {
             spawn = spawn.env("AILANG_EXAMPLES", examples);
         }
-        Ok((Box::pin(subprocess::run(spawn, slot, self.timeout, subprocess::OUTPUT_CAP)).await, sha256))
+        Ok((Box::pin(subprocess::run(spawn, slot, self.timeout, CAPTURED_OUTPUT)).await, sha256))
     }
 }
 

@@ -11,7 +11,7 @@ use world_proto::v1::invoke_reply::Outcome;
 
 use super::{authorization, convert, unless_store_gone};
 use crate::Core;
-use crate::invoke::{Call, Invoked};
+use crate::invoke::{Call, Invoked, refusal};
 use crate::session::SessionBinding;
 use crate::store::{Receipt, Store};
 
@@ -84,10 +84,7 @@ impl InvocationService {
     ) -> Result<String, Failure> {
         let span = tracing::info_span!("admit", world.episode = session.episode.as_str());
         let current = self.core.registry.at(&self.core.store, session.registry_head).instrument(span).await;
-        let current = current.map_err(|error| {
-            tracing::error!(%error, "invoke: transition registry read failed");
-            Failure::of(FailureCode::Unavailable)
-        })?;
+        let current = current.map_err(|error| refusal::registry_failure(error, "invoke"))?;
         let Some((head, revision)) = current else { return Err(Failure::of(FailureCode::NotAuthorized)) };
         let now = crate::session::now_unix();
         let id = match surface {
@@ -125,19 +122,15 @@ fn invoked_message(invoked: Invoked, episode: String) -> pb::Invoked {
 /// never started is `NotFound`; one whose outcome is not durable yet is `Unconfirmed`.
 pub async fn committed_task(store: &Store, episode: &Episode, task: &TaskId) -> Result<pb::Invoked, Failure> {
     let id = &invocation_id(Surface::A2a, episode, task);
-    let integrity = |what: &str| {
-        tracing::error!("a2a refusal: GetTask {id}: {what:?}");
-        Failure::of(FailureCode::Unavailable)
-    };
-    let stored = |error: crate::store::StoreError| integrity(&error.to_string());
-    let result_ref = match store.receipt(id).await.map_err(stored)? {
+    let unreadable = |cause: &str| refusal::unreadable_task(id, cause);
+    let result_ref = match store.receipt(id).await.map_err(|error| unreadable(&error.to_string()))? {
         Receipt::NotStarted => return Err(Failure::new(FailureCode::NotFound, "task not found")),
         Receipt::Indeterminate => return Err(Failure::of(FailureCode::Unconfirmed)),
         Receipt::Resolved { result_ref } => result_ref,
     };
     match crate::invoke::reconcile::read_committed(store, id, &result_ref, task).await {
         Ok(invoked) => Ok(invoked_message(Invoked { reconciled: true, ..invoked }, episode.as_str().to_owned())),
-        Err(refusal) => Err(integrity(&refusal.cause.unwrap_or_default())),
+        Err(refused) => Err(unreadable(&refused.cause.unwrap_or_default())),
     }
 }
 
@@ -147,12 +140,8 @@ impl InvocationService {
         // A text outside the task-id grammar can never have been a task.
         let task = TaskId::parse(&request.into_inner().task_id)
             .map_err(|_| Failure::new(FailureCode::NotFound, "task not found"))?;
-        match tokio::time::timeout(self.core.limits.read, committed_task(&self.core.store, &session.episode, &task))
-            .await
-        {
-            Ok(result) => result,
-            Err(_) => Err(Failure::of(FailureCode::Timeout)),
-        }
+        let read = committed_task(&self.core.store, &session.episode, &task);
+        tokio::time::timeout(self.core.limits.read, read).await.map_err(refusal::timed_out)?
     }
 }
 

@@ -12,6 +12,7 @@ use world_proto::v1::store_server::Store as StoreApi;
 
 use super::convert::{self, parse_optional_ref, parse_ref};
 use super::{authorization, reply, unless_store_gone};
+use crate::invoke::refusal;
 use crate::store::{Commit, Reader, Receipt, StoreError};
 use crate::{Core, calls};
 
@@ -37,10 +38,7 @@ impl StoreService {
     {
         let session = self.core.resolve_session(authorization(request), what).await?;
         let reader = session.reader(crate::session::now_unix());
-        match tokio::time::timeout(self.core.limits.read, read(reader)).await {
-            Ok(result) => result,
-            Err(_) => Err(Failure::of(FailureCode::Timeout)),
-        }
+        tokio::time::timeout(self.core.limits.read, read(reader)).await.map_err(refusal::timed_out)?
     }
 }
 
@@ -60,7 +58,7 @@ impl<T> Found<T> for Result<Option<T>, StoreError> {
 }
 
 fn read_failure(what: &'static str) -> impl Fn(StoreError) -> Failure {
-    move |error| crate::invoke::refusal::rest_store_failure(error, what)
+    move |error| refusal::rest_store_failure(error, what)
 }
 
 #[tonic::async_trait]
@@ -239,7 +237,7 @@ impl StoreApi for StoreService {
                 .commit(commit, self.core.limits.rest_commit)
                 .await
                 .map(|committed| committed.selected_head)
-                .map_err(|error| crate::invoke::refusal::rest_store_failure(error, "commit"))
+                .map_err(|error| refusal::rest_store_failure(error, "commit"))
         };
         let not_committed = || {
             Failure::new(FailureCode::NotCommitted, "the store was removed or replaced under this core: not committed")
@@ -303,10 +301,7 @@ impl StoreService {
         read: impl Future<Output = Result<R, StoreError>>,
         what: &'static str,
     ) -> Result<R, Failure> {
-        match tokio::time::timeout(self.core.limits.read, read).await {
-            Ok(result) => result.map_err(read_failure(what)),
-            Err(_) => Err(Failure::of(FailureCode::Timeout)),
-        }
+        tokio::time::timeout(self.core.limits.read, read).await.map_err(refusal::timed_out)?.map_err(read_failure(what))
     }
 }
 

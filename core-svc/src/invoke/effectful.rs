@@ -9,25 +9,21 @@
 use std::time::Instant;
 
 use world_model::{
-    AdmittedPlan, EffectResult, Failure, FailureCode, HashRef, admit_finish, admit_plan, compose_output, finish_input,
+    AdmittedPlan, EffectResult, FailureCode, HashRef, admit_finish, admit_plan, compose_output, finish_input,
     plan_input, seed_grants,
 };
 
 use super::commit_plan::{Effects, Produced};
-use super::refusal::Refusal;
+use super::refusal::{self, Refusal, unrecorded};
 use super::{Coordinator, Invoked, Running, pure};
-use crate::effects::broker::{self, DispatchError, EffectCall, PendingOutcome};
+use crate::effects::broker::{self, EffectCall, PendingOutcome};
 use crate::session::now_unix;
 
 impl Coordinator {
     pub(super) async fn effectful(&self, running: &Running<'_>) -> Result<Invoked, Refusal> {
         let episode = running.call.session.episode.as_str();
         let lease = self.limits.episode_lease();
-        let turn = self
-            .turns
-            .take(&self.store, episode, lease, running.deadline)
-            .await
-            .map_err(|e| Refusal::because(FailureCode::Deadline, e))?;
+        let turn = self.turns.take(&self.store, episode, lease, running.deadline).await?;
         let result = self.effectful_in_turn(running).await;
         self.turns.end(&self.store, turn).await;
         result
@@ -67,10 +63,7 @@ impl Coordinator {
         )
         .await?;
         self.metrics.capsule_run(started.elapsed());
-        let plan = admit_plan(&raw, &descriptor.declared_effects).map_err(|e| Refusal {
-            failure: Failure::new(FailureCode::ExecutionFailed, format!("the effect plan was refused: {e}")),
-            cause: Some(e.to_string()),
-        })?;
+        let plan = admit_plan(&raw, &descriptor.declared_effects).map_err(refusal::plan_refused)?;
         let plan_ref = HashRef::of(&plan.canonical);
 
         if plan.effects.is_empty() {
@@ -128,12 +121,10 @@ impl Coordinator {
                     record_objects.push(done.record);
                     pending.extend(done.pending);
                 }
-                Err(DispatchError::NotRun(cause)) if pending.is_empty() => {
-                    return Err(Refusal::because(FailureCode::Unavailable, cause));
-                }
                 Err(error) => {
+                    let cause = refusal::dispatch_failure(error, !pending.is_empty())?;
                     let records = results.iter().map(|r| r.record).collect();
-                    let cause = self.settle(&pending, error.to_string()).await;
+                    let cause = self.settle(&pending, cause).await;
                     return Err(unrecorded(records, cause));
                 }
             }
@@ -209,13 +200,4 @@ fn compose(
     max_output: usize,
 ) -> Result<Vec<u8>, String> {
     compose_output(plan, plan_ref, results, finish_output, max_output).map_err(|e| e.to_string())
-}
-
-/// EffectsUnrecorded: the records travel to A2A callers, the cause to the core's log.
-fn unrecorded(records: Vec<HashRef>, cause: String) -> Refusal {
-    let listed: Vec<String> = records.iter().map(HashRef::to_string).collect();
-    Refusal {
-        failure: Failure::effects_unrecorded(records),
-        cause: Some(format!("{cause}; effect records: [{}]", listed.join(" "))),
-    }
 }

@@ -161,13 +161,7 @@ impl Coordinator {
             }
             .instrument(span),
         );
-        match task.await {
-            Ok(result) => result,
-            Err(error) => {
-                tracing::error!(%error, "invocation task ended abnormally");
-                Err(Failure::of(FailureCode::Unavailable))
-            }
-        }
+        task.await.map_err(|error| refusal::logged(error, format_args!("invocation task ended abnormally")))?
     }
 
     /// Metrics and span attributes of a finished call.
@@ -206,10 +200,7 @@ impl Coordinator {
     ) -> Result<Invoked, Refusal> {
         let deadline = started + self.limits.invocation;
         let validated = async {
-            let current = registry
-                .at(&self.store, call.session.registry_head)
-                .await
-                .map_err(|e| Refusal::because(FailureCode::Unavailable, e))?;
+            let current = registry.at(&self.store, call.session.registry_head).await?;
             validate::call(&call, &current, &self.schemas, self.limits.max_input, now_unix())
         }
         .instrument(tracing::info_span!("validate"))

@@ -1,9 +1,20 @@
 //! The one place an internal error becomes a [`Failure`]: what the caller sees, plus the
-//! cause the core logs once (callers never see it).
+//! cause the core logs once (callers never see it). Each internal error answers its own code
+//! ([`Coded`], one `impl` per type, all of them here); the functions below classify what
+//! depends on more than the error: the surface (REST's codes), the call's state (whether an
+//! effect ran), or a message that names a limit.
 
-use world_model::{Concern, Failure, FailureCode, SessionDenial, quote_for_log};
+use std::fmt::Display;
+use std::time::Duration;
+
+use tokio::task::JoinError;
+use tokio::time::error::Elapsed;
+use world_model::{Concern, Failure, FailureCode, HashRef, McpNameError, PlanLawError, quote_for_log};
 
 use crate::capsule::CapsuleError;
+use crate::effects::broker::DispatchError;
+use crate::effects::episodes::TurnError;
+use crate::registry::RegistryReadError;
 use crate::session::ResolveError;
 use crate::store::StoreError;
 use crate::subprocess::RunError;
@@ -29,16 +40,44 @@ impl Refusal {
     }
 }
 
-/// A store error met by an invocation.
+/// An internal error that names the failure it is to an invocation's caller (Quickwit's
+/// `ServiceError`): the code lives on the error, not at the call sites that meet it.
+pub trait Coded: Display {
+    fn code(&self) -> FailureCode;
+}
+
+impl Coded for StoreError {
+    fn code(&self) -> FailureCode {
+        match self {
+            StoreError::WorldAbsent => FailureCode::WorldAbsent,
+            StoreError::Uncertain(_) => FailureCode::Unconfirmed,
+            StoreError::Deadline => FailureCode::Deadline,
+            StoreError::DuplicateInvocation { .. } => FailureCode::TaskIdUsed,
+            StoreError::Conflict { .. } => FailureCode::HeadMoved,
+            _ => FailureCode::Unavailable,
+        }
+    }
+}
+
+/// A store error met by an invocation: a code the caller can act on says all there is; an
+/// unknown commit outcome and a failed store leave a cause for the log.
 impl From<StoreError> for Refusal {
     fn from(error: StoreError) -> Self {
-        match error {
-            StoreError::WorldAbsent => Refusal::of(FailureCode::WorldAbsent),
-            StoreError::Uncertain(cause) => Refusal::because(FailureCode::Unconfirmed, cause),
-            StoreError::Deadline => Refusal::of(FailureCode::Deadline),
-            StoreError::DuplicateInvocation { .. } => Refusal::of(FailureCode::TaskIdUsed),
-            StoreError::Conflict { .. } => Refusal::of(FailureCode::HeadMoved),
-            other => Refusal::because(FailureCode::Unavailable, other),
+        match (error.code(), error) {
+            (code, StoreError::Uncertain(cause)) => Refusal::because(code, cause),
+            (FailureCode::Unavailable, error) => Refusal::because(FailureCode::Unavailable, error),
+            (code, _) => Refusal::of(code),
+        }
+    }
+}
+
+impl Coded for CapsuleError {
+    fn code(&self) -> FailureCode {
+        match self {
+            CapsuleError::Run(RunError::NoSlot(_)) => FailureCode::CapacityExceeded,
+            CapsuleError::Run(RunError::Timeout(_)) => FailureCode::Deadline,
+            CapsuleError::Integrity { .. } => FailureCode::Unavailable,
+            _ => FailureCode::ExecutionFailed,
         }
     }
 }
@@ -46,16 +85,97 @@ impl From<StoreError> for Refusal {
 /// A capsule run that did not finish.
 impl From<CapsuleError> for Refusal {
     fn from(error: CapsuleError) -> Self {
-        match error {
-            CapsuleError::Run(RunError::NoSlot(limit)) => Refusal::with_message(
-                FailureCode::CapacityExceeded,
+        match (error.code(), error) {
+            (code, CapsuleError::Run(RunError::NoSlot(limit))) => Refusal::with_message(
+                code,
                 format!("interpreter subprocess capacity exceeded: at most {limit} run at once; retry later"),
             ),
-            CapsuleError::Run(RunError::Timeout(_)) => Refusal::of(FailureCode::Deadline),
-            error @ CapsuleError::Integrity { .. } => Refusal::because(FailureCode::Unavailable, error),
-            error => Refusal::because(FailureCode::ExecutionFailed, error),
+            (code @ FailureCode::Deadline, _) => Refusal::of(code),
+            (code, error) => Refusal::because(code, error),
         }
     }
+}
+
+/// The transition registry could not be read (a store failure, or a head that is absent or
+/// damaged): the service failed, whatever the call.
+impl Coded for RegistryReadError {
+    fn code(&self) -> FailureCode {
+        FailureCode::Unavailable
+    }
+}
+
+impl From<RegistryReadError> for Refusal {
+    fn from(error: RegistryReadError) -> Self {
+        Refusal::because(error.code(), error)
+    }
+}
+
+/// An effectful call that could not have its episode's effect turn in time, the lease's
+/// store included: the call's own deadline ended first.
+impl Coded for TurnError {
+    fn code(&self) -> FailureCode {
+        FailureCode::Deadline
+    }
+}
+
+impl From<TurnError> for Refusal {
+    fn from(error: TurnError) -> Self {
+        Refusal::because(error.code(), error)
+    }
+}
+
+/// An invocation task that panicked or was cancelled.
+impl Coded for JoinError {
+    fn code(&self) -> FailureCode {
+        FailureCode::Unavailable
+    }
+}
+
+/// Tool names that cannot be told apart (too long, or shared once escaped): the surface
+/// itself is broken, so no call on it can be answered.
+impl Coded for McpNameError {
+    fn code(&self) -> FailureCode {
+        FailureCode::Unavailable
+    }
+}
+
+/// A bounded read, lookup or commit that ended before its durable step.
+impl Coded for Elapsed {
+    fn code(&self) -> FailureCode {
+        FailureCode::Timeout
+    }
+}
+
+impl Coded for ResolveError {
+    fn code(&self) -> FailureCode {
+        match self {
+            ResolveError::Denied(denial) => FailureCode::from(*denial),
+            // Never a denial: the caller's credential may be good.
+            ResolveError::Store(_) => FailureCode::Internal,
+        }
+    }
+}
+
+/// An internal error answered with its code alone; the error goes to the core's log, here,
+/// once, as `what`.
+pub fn logged(error: impl Coded, what: std::fmt::Arguments<'_>) -> Failure {
+    tracing::error!(%error, "{what}");
+    Failure::of(error.code())
+}
+
+/// The transition registry could not be read for a request's `what` (admit, invoke).
+pub fn registry_failure(error: RegistryReadError, what: &str) -> Failure {
+    logged(error, format_args!("{what}: transition registry read failed"))
+}
+
+/// A bound that passed first: its code, and nothing to log (the caller's answer says it).
+pub fn timed_out(elapsed: Elapsed) -> Failure {
+    Failure::of(elapsed.code())
+}
+
+/// The credential lookup's bound passed first; the message names the bound.
+pub fn credential_timeout(elapsed: Elapsed, limit: Duration) -> Failure {
+    Failure::new(elapsed.code(), format!("credential lookup deadline ({limit:?}) exceeded"))
 }
 
 /// The operator line for a refused call (the reference's `<surface> refusal: <method> <id>:
@@ -71,20 +191,53 @@ pub fn log_refusal(code: FailureCode, what: std::fmt::Arguments<'_>, cause: &str
     }
 }
 
-/// A session denial as a failure.
-pub fn denial(denial: SessionDenial) -> Failure {
-    Failure::of(FailureCode::from(denial))
+/// An MCP surface whose tool names cannot be told apart: the reference's operator line, and
+/// to the caller only "host callback failed".
+pub fn broken_surface(error: &McpNameError) -> Failure {
+    tracing::error!("mcp refusal: tools/call -: {:?}", error.to_string());
+    Failure::of(error.code())
 }
 
-/// A failed session resolution: a denial, or (never a denial) a store error.
+/// A failed session resolution: a denial, or (never a denial) a store error, logged here.
 pub fn resolve_failure(error: ResolveError, what: &str) -> Failure {
-    match error {
-        ResolveError::Denied(d) => denial(d),
-        ResolveError::Store(error) => {
-            tracing::error!(%error, "{what}: credential lookup failed");
-            Failure::of(FailureCode::Internal)
-        }
+    if let ResolveError::Store(cause) = &error {
+        tracing::error!(%cause, "{what}: credential lookup failed");
     }
+    Failure::of(error.code())
+}
+
+/// A plan that broke the plan law: the caller is told which rule.
+pub fn plan_refused(error: PlanLawError) -> Refusal {
+    Refusal {
+        failure: Failure::new(FailureCode::ExecutionFailed, format!("the effect plan was refused: {error}")),
+        cause: Some(error.to_string()),
+    }
+}
+
+/// An effect dispatch that failed. When this effect was not dispatched and no earlier one of
+/// the call awaits its outcome, nothing ran: the call is refused (`Err`). Otherwise effects ran
+/// (`Ok`, the cause): the caller makes their outcomes durable, then answers [`unrecorded`].
+pub fn dispatch_failure(error: DispatchError, earlier_ran: bool) -> Result<String, Refusal> {
+    match error {
+        DispatchError::NotRun(cause) if !earlier_ran => Err(Refusal::because(FailureCode::Unavailable, cause)),
+        error => Ok(error.to_string()),
+    }
+}
+
+/// EffectsUnrecorded: the records travel to A2A callers, the cause to the core's log.
+pub fn unrecorded(records: Vec<HashRef>, cause: String) -> Refusal {
+    let listed: Vec<String> = records.iter().map(HashRef::to_string).collect();
+    Refusal {
+        failure: Failure::effects_unrecorded(records),
+        cause: Some(format!("{cause}; effect records: [{}]", listed.join(" "))),
+    }
+}
+
+/// A committed A2A task that cannot be read back (the store failed, or what it holds does not
+/// verify): the service failed, whatever the cause, which is logged here.
+pub fn unreadable_task(id: &str, cause: &str) -> Failure {
+    tracing::error!("a2a refusal: GetTask {id}: {cause:?}");
+    Failure::of(FailureCode::Unavailable)
 }
 
 /// A store error met by a REST read or commit; internal causes are logged here, once.
@@ -120,7 +273,7 @@ pub fn rest_store_failure(error: StoreError, what: &str) -> Failure {
 mod tests {
     use super::*;
     use std::time::Duration;
-    use world_model::HashRef;
+    use world_model::SessionDenial;
 
     #[test]
     fn store_errors_map_to_one_code_per_surface() {
@@ -177,6 +330,52 @@ mod tests {
     }
 
     #[test]
+    fn internal_errors_carry_their_codes() {
+        let head = HashRef::of(b"r");
+        let table: [(&dyn Coded, FailureCode); 6] = [
+            (&RegistryReadError::HeadAbsent { head }, FailureCode::Unavailable),
+            (&RegistryReadError::Store(StoreError::Deadline), FailureCode::Unavailable),
+            (&TurnError::Deadline("ep".into()), FailureCode::Deadline),
+            (&TurnError::Store(StoreError::Damaged("x".into())), FailureCode::Deadline),
+            (&ResolveError::Store(StoreError::Deadline), FailureCode::Internal),
+            (&McpNameError::Empty, FailureCode::Unavailable),
+        ];
+        for (error, want) in table {
+            assert_eq!(error.code(), want, "{error}");
+        }
+        let refusal = Refusal::from(RegistryReadError::HeadAbsent { head });
+        assert_eq!((refusal.failure.code, refusal.cause.is_some()), (FailureCode::Unavailable, true));
+    }
+
+    #[test]
+    fn a_failed_dispatch_is_refused_only_when_nothing_ran() {
+        let not_run = || DispatchError::NotRun("effect intent: x".into());
+        let refused = dispatch_failure(not_run(), false).unwrap_err();
+        assert_eq!(
+            (refused.failure.code, refused.cause.as_deref()),
+            (FailureCode::Unavailable, Some("effect intent: x"))
+        );
+        assert_eq!(dispatch_failure(not_run(), true).unwrap(), not_run().to_string());
+        let ran = DispatchError::Unrecorded { effect_id: "e".into(), records: Vec::new(), cause: "lost".into() };
+        assert!(dispatch_failure(ran, false).unwrap().contains("lost"));
+        let record = HashRef::of(b"record");
+        let unrecorded = unrecorded(vec![record], "lost".into());
+        assert_eq!(
+            (unrecorded.failure.code, unrecorded.failure.effect_records),
+            (FailureCode::EffectsUnrecorded, vec![record])
+        );
+    }
+
+    #[tokio::test]
+    async fn timeouts_answer_timeout_and_the_credential_one_names_its_bound() {
+        let elapsed =
+            || async { tokio::time::timeout(Duration::ZERO, std::future::pending::<()>()).await.unwrap_err() };
+        assert_eq!(timed_out(elapsed().await), Failure::of(FailureCode::Timeout));
+        let credential = credential_timeout(elapsed().await, Duration::from_secs(3));
+        assert_eq!(credential, Failure::new(FailureCode::Timeout, "credential lookup deadline (3s) exceeded"));
+    }
+
+    #[test]
     fn session_denials_keep_their_codes() {
         for (d, code) in [
             (SessionDenial::Absent, FailureCode::SessionAbsent),
@@ -184,7 +383,6 @@ mod tests {
             (SessionDenial::Unknown, FailureCode::SessionUnknown),
             (SessionDenial::Expired, FailureCode::SessionExpired),
         ] {
-            assert_eq!(denial(d).code, code);
             assert_eq!(resolve_failure(ResolveError::Denied(d), "test").code, code);
         }
     }
