@@ -23,7 +23,7 @@ impl Coordinator {
     pub(super) async fn effectful(&self, running: &Running<'_>) -> Result<Invoked, Refusal> {
         let episode = running.call.session.episode.as_str();
         let lease = self.limits.episode_lease();
-        let turn = self.turns.take(&self.store, episode, lease, running.deadline).await?;
+        let turn = self.turns.take(&self.store, episode, lease, running.deadline).await.map_err(Refusal::coded)?;
         let result = self.effectful_in_turn(running).await;
         self.turns.end(&self.store, turn).await;
         result

@@ -200,7 +200,7 @@ impl Coordinator {
     ) -> Result<Invoked, Refusal> {
         let deadline = started + self.limits.invocation;
         let validated = async {
-            let current = registry.at(&self.store, call.session.registry_head).await?;
+            let current = registry.at(&self.store, call.session.registry_head).await.map_err(Refusal::coded)?;
             validate::call(&call, &current, &self.schemas, self.limits.max_input, now_unix())
         }
         .instrument(tracing::info_span!("validate"))

@@ -38,6 +38,11 @@ impl Refusal {
     pub fn with_message(code: FailureCode, message: impl Into<String>) -> Self {
         Self { failure: Failure::new(code, message), cause: None }
     }
+
+    /// An internal error as its code, the error itself the cause.
+    pub fn coded(error: impl Coded) -> Self {
+        Self::because(error.code(), error)
+    }
 }
 
 /// An internal error that names the failure it is to an invocation's caller (Quickwit's
@@ -65,7 +70,7 @@ impl From<StoreError> for Refusal {
     fn from(error: StoreError) -> Self {
         match (error.code(), error) {
             (code, StoreError::Uncertain(cause)) => Refusal::because(code, cause),
-            (FailureCode::Unavailable, error) => Refusal::because(FailureCode::Unavailable, error),
+            (FailureCode::Unavailable, error) => Refusal::coded(error),
             (code, _) => Refusal::of(code),
         }
     }
@@ -91,59 +96,37 @@ impl From<CapsuleError> for Refusal {
                 format!("interpreter subprocess capacity exceeded: at most {limit} run at once; retry later"),
             ),
             (code @ FailureCode::Deadline, _) => Refusal::of(code),
-            (code, error) => Refusal::because(code, error),
+            (_, error) => Refusal::coded(error),
         }
     }
 }
 
-/// The transition registry could not be read (a store failure, or a head that is absent or
-/// damaged): the service failed, whatever the call.
-impl Coded for RegistryReadError {
-    fn code(&self) -> FailureCode {
-        FailureCode::Unavailable
-    }
+/// Errors that are one failure whatever their variant.
+macro_rules! coded {
+    ($($(#[$why:meta])* $error:ty => $code:ident;)*) => {$(
+        $(#[$why])*
+        impl Coded for $error {
+            fn code(&self) -> FailureCode {
+                FailureCode::$code
+            }
+        }
+    )*};
 }
 
-impl From<RegistryReadError> for Refusal {
-    fn from(error: RegistryReadError) -> Self {
-        Refusal::because(error.code(), error)
-    }
-}
-
-/// An effectful call that could not have its episode's effect turn in time, the lease's
-/// store included: the call's own deadline ended first.
-impl Coded for TurnError {
-    fn code(&self) -> FailureCode {
-        FailureCode::Deadline
-    }
-}
-
-impl From<TurnError> for Refusal {
-    fn from(error: TurnError) -> Self {
-        Refusal::because(error.code(), error)
-    }
-}
-
-/// An invocation task that panicked or was cancelled.
-impl Coded for JoinError {
-    fn code(&self) -> FailureCode {
-        FailureCode::Unavailable
-    }
-}
-
-/// Tool names that cannot be told apart (too long, or shared once escaped): the surface
-/// itself is broken, so no call on it can be answered.
-impl Coded for McpNameError {
-    fn code(&self) -> FailureCode {
-        FailureCode::Unavailable
-    }
-}
-
-/// A bounded read, lookup or commit that ended before its durable step.
-impl Coded for Elapsed {
-    fn code(&self) -> FailureCode {
-        FailureCode::Timeout
-    }
+coded! {
+    /// The transition registry could not be read (a store failure, or a head that is absent or
+    /// damaged): the service failed, whatever the call.
+    RegistryReadError => Unavailable;
+    /// An effectful call that could not have its episode's effect turn in time, the lease's
+    /// store included: the call's own deadline ended first.
+    TurnError => Deadline;
+    /// An invocation task that panicked or was cancelled.
+    JoinError => Unavailable;
+    /// Tool names that cannot be told apart (too long, or shared once escaped): the surface
+    /// itself is broken, so no call on it can be answered.
+    McpNameError => Unavailable;
+    /// A bounded read, lookup or commit that ended before its durable step.
+    Elapsed => Timeout;
 }
 
 impl Coded for ResolveError {
@@ -343,7 +326,7 @@ mod tests {
         for (error, want) in table {
             assert_eq!(error.code(), want, "{error}");
         }
-        let refusal = Refusal::from(RegistryReadError::HeadAbsent { head });
+        let refusal = Refusal::coded(RegistryReadError::HeadAbsent { head });
         assert_eq!((refusal.failure.code, refusal.cause.is_some()), (FailureCode::Unavailable, true));
     }
 
