@@ -1,4 +1,5 @@
-//! Every deadline and cap of the core, in one value (the reference's defaults).
+//! Every deadline and cap of the core, in one value (the reference's defaults); those the edge
+//! sizes its own waits from are `world_model::limits`.
 //!
 //! An effectful call's phases share its invocation timeout `T`: the plan a tenth, the
 //! handler at most half and ending three tenths before the deadline, which leaves a fifth for
@@ -6,6 +7,8 @@
 //! that is the reference's 2 s plan, 10 s handler, 4 s tail and 2 s finish.
 
 use std::time::Duration;
+
+use world_model::limits::{CREDENTIAL, INVOCATION, READ, REST_COMMIT};
 
 /// The shortest invocation timeout served: below it the plan's share (a tenth) would fall
 /// under the 200 ms an interpreter run can take on a busy host.
@@ -42,10 +45,10 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            invocation: Duration::from_secs(20),
-            credential: Duration::from_secs(3),
-            read: Duration::from_secs(10),
-            rest_commit: Duration::from_secs(3),
+            invocation: INVOCATION,
+            credential: CREDENTIAL,
+            read: READ,
+            rest_commit: REST_COMMIT,
             plan_phase: Duration::from_secs(2),
             finish_phase: Duration::from_secs(2),
             handler: Duration::from_secs(10),
