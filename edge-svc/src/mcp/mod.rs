@@ -44,9 +44,6 @@ use jsonrpc::{INVALID_REQUEST, top_level_id};
 pub const INVALID_BODY: &str = "invalid MCP request body";
 pub const ORIGIN_REFUSED: &str = "Origin is not allowed";
 
-/// How long a denied POST's body may take to arrive before the denial is sent regardless.
-const DENIAL_BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
-
 pub async fn handle(
     core: &CoreClient,
     surfaces: &Arc<Surfaces>,
@@ -59,13 +56,8 @@ pub async fn handle(
     let deadline = Instant::now() + limits.request_deadline;
     let credential = match session::precheck(headers) {
         Ok(credential) => credential,
-        Err(denial) => {
-            // Read the body (bounded) before answering: a body left unread makes hyper close the
-            // connection after the 401, under a client that reuses it at once for its next
-            // request (an OAuth client's discovery follows its first 401 immediately).
-            let _ = read_capped(body, MCP_LIMIT, DENIAL_BODY_WAIT).await;
-            return wire::mcp_denial(denial);
-        }
+        // The body left unread is drained by the connection, which so stays open.
+        Err(denial) => return wire::mcp_denial(denial),
     };
     let session = PostSession::new(core, surfaces, callbacks, credential, deadline);
     let response = answer(origins, limits, headers, body, &session).await;
