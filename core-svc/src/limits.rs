@@ -1,4 +1,5 @@
-//! Every deadline and cap of the core, in one value (the reference's defaults).
+//! Every deadline and cap of the core, in one value (the reference's defaults); those the edge
+//! sizes its own waits from are `world_model::limits`.
 //!
 //! An effectful call's phases share its invocation timeout `T`: the plan a tenth, the
 //! handler at most half and ending three tenths before the deadline, which leaves a fifth for
@@ -10,8 +11,9 @@
 
 use std::time::Duration;
 
-/// One invocation, end to end, by default (`--invocation-timeout`).
-pub const INVOCATION: Duration = Duration::from_secs(20);
+pub use world_model::limits::INVOCATION;
+use world_model::limits::{CREDENTIAL, READ, REST_COMMIT};
+
 /// Interpreter subprocesses that may run at once by default (`--max-subprocesses`).
 pub const MAX_SUBPROCESSES: usize = 8;
 /// Largest canonical input (arguments) by default, in bytes (`--max-input-bytes`).
@@ -60,9 +62,9 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             invocation: INVOCATION,
-            credential: Duration::from_secs(3),
-            read: Duration::from_secs(10),
-            rest_commit: Duration::from_secs(3),
+            credential: CREDENTIAL,
+            read: READ,
+            rest_commit: REST_COMMIT,
             plan_phase: Duration::from_secs(2),
             finish_phase: Duration::from_secs(2),
             handler: Duration::from_secs(10),

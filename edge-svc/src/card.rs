@@ -17,6 +17,7 @@ use crate::core::CoreClient;
 use crate::json;
 use crate::oauth::{self, CardScheme, PublicUrl};
 use crate::session;
+use crate::surface::Surfaces;
 use crate::wire;
 
 /// The reference daemon's name and description literals; agents comparing cards see the same
@@ -234,16 +235,17 @@ fn host(headers: &HeaderMap) -> String {
     headers.get(HOST).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned()).unwrap_or_default()
 }
 
-pub async fn handle(core: &CoreClient, headers: &HeaderMap) -> Response {
-    serve(core, headers, |surface, host| json::encode(&card(surface, host))).await
+pub async fn handle(core: &CoreClient, surfaces: &Surfaces, headers: &HeaderMap) -> Response {
+    serve(core, surfaces, headers, |surface, host| json::encode(&card(surface, host))).await
 }
 
-pub async fn handle_a2a(core: &CoreClient, headers: &HeaderMap, public: &PublicUrl) -> Response {
-    serve(core, headers, |surface, host| json::encode(&a2a_card(surface, host, public))).await
+pub async fn handle_a2a(core: &CoreClient, surfaces: &Surfaces, headers: &HeaderMap, public: &PublicUrl) -> Response {
+    serve(core, surfaces, headers, |surface, host| json::encode(&a2a_card(surface, host, public))).await
 }
 
 async fn serve(
     core: &CoreClient,
+    surfaces: &Surfaces,
     headers: &HeaderMap,
     render: impl Fn(Vec<pb::Descriptor>, &str) -> Vec<u8>,
 ) -> Response {
@@ -251,7 +253,7 @@ async fn serve(
         Ok(credential) => credential,
         Err(denial) => return wire::card_failure(&Failure::from(denial)),
     };
-    match core.admit(&credential).await {
+    match surfaces.admit(core, &credential).await {
         Ok(admitted) => {
             let body = render(admitted.surface.descriptors.clone(), &host(headers));
             wire::bytes(StatusCode::OK, wire::APPLICATION_JSON, body)

@@ -8,7 +8,9 @@
 //! Every call forwards the caller's `Authorization` as `authorization` metadata, carries its
 //! deadline as `grpc-timeout` and enforces it locally too (a hung core must not hang the
 //! request), and comes back as the reply's value or a typed [`Failure`]: the core's own, or
-//! one standing for a transport problem. Nothing here chooses an HTTP status.
+//! one standing for a transport problem. Nothing here chooses an HTTP status or knows the
+//! protocols above it (the surfaces admitted through it are kept a layer up, in `surface`); the
+//! deadlines are [`crate::limits::core_call`]'s.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -26,28 +28,9 @@ use world_proto::v1::admission_client::AdmissionClient;
 use world_proto::v1::invocation_client::InvocationClient;
 use world_proto::v1::store_client::StoreClient;
 
+use crate::limits::core_call as deadline;
 use crate::metrics::CoreCalls;
 use crate::session::Forwarded;
-use crate::surface::{Admitted, Surfaces};
-
-/// Per-call deadlines. Each is the core's own budget plus a margin for the hop, so the core's
-/// typed timeout normally wins and the edge's fires only when the core is hung or gone.
-pub mod deadline {
-    use std::time::Duration;
-
-    /// Health reads nothing from the store.
-    pub const HEALTH: Duration = Duration::from_secs(5);
-    /// Store reads: the core's 10 s read bound.
-    pub const READ: Duration = Duration::from_secs(12);
-    /// Admission: 10 s on the card (reference-edge §4) and on a request's own session check.
-    pub const ADMIT: Duration = Duration::from_secs(12);
-    /// REST commit: the core's 3 s commit budget.
-    pub const COMMIT: Duration = Duration::from_secs(6);
-    /// How long to wait for a TCP connection to a core.
-    pub const CONNECT: Duration = Duration::from_secs(3);
-    /// How long a core that refused a connection is passed over before it is tried again.
-    pub const PASS_OVER: Duration = Duration::from_secs(2);
-}
 
 /// The message of the failure that stands for a core the edge cannot reach.
 pub const CORE_UNREACHABLE: &str = "world-core is unreachable; retry the request";
@@ -65,7 +48,6 @@ pub enum CoreUrlError {
 #[derive(Clone)]
 pub struct CoreClient {
     cores: Arc<[Core]>,
-    surfaces: Arc<Surfaces>,
     calls: Arc<CoreCalls>,
     next: Arc<AtomicUsize>,
     /// The zero of each core's `passed_over_until`.
@@ -162,7 +144,6 @@ impl CoreClient {
         }
         Ok(CoreClient {
             cores: cores.into(),
-            surfaces: Arc::default(),
             calls: Arc::default(),
             next: Arc::new(AtomicUsize::new(0)),
             started: Instant::now(),
@@ -282,14 +263,11 @@ impl CoreClient {
         .await
     }
 
-    /// Admits `credential`: its session, fresh from the core, and its surface (the one this
-    /// edge already holds when the core says it is unchanged).
-    pub async fn admit(&self, credential: &Forwarded) -> Result<Admitted, Failure> {
-        let known = self.surfaces.known(credential.as_str());
-        let message = pb::AdmitRequest { known_surface: known.as_ref().map(|s| s.digest.clone()).unwrap_or_default() };
-        let admitted =
-            rpc!(self, "admit", credential, deadline::ADMIT, LostReply::Retryable, message, AdmissionClient::admit)?;
-        Ok(self.surfaces.admitted(credential.as_str(), known, admitted))
+    /// Admits `credential`: its session, fresh from the core, and its surface, which the core
+    /// leaves out when its digest is `known_surface` (the caller holds it already).
+    pub async fn admit(&self, credential: &Forwarded, known_surface: &str) -> Result<pb::Admitted, Failure> {
+        let message = pb::AdmitRequest { known_surface: known_surface.to_owned() };
+        rpc!(self, "admit", credential, deadline::ADMIT, LostReply::Retryable, message, AdmissionClient::admit)
     }
 
     pub async fn head(&self, credential: &Forwarded) -> Result<String, Failure> {

@@ -21,6 +21,7 @@ pub mod limits;
 pub mod mcp;
 pub mod metrics;
 pub mod oauth;
+pub mod origin;
 pub mod query;
 pub mod rest;
 pub mod router;

@@ -1,8 +1,41 @@
-//! The edge's bounds on `POST /mcp/` and `POST /a2a/`. The defaults are the reference's
-//! (reference-edge §6.6, §7.1, §9); each is a flag so an operator can size them and tests can
-//! make them small.
+//! Every bound of the edge. The POST, callback and connection bounds are flags whose defaults
+//! are the reference's (reference-edge §6.6, §7.1, §9), so an operator can size them and tests
+//! can make them small; the deadlines of the edge's calls to a core ([`core_call`]) are derived
+//! from the core's own bounds (`world_model::limits`), never restated.
 
 use std::time::Duration;
+
+use world_model::limits::INVOCATION;
+
+/// What the edge waits beyond a core's own bound for a call: the hop both ways and the core's
+/// scheduling. The core's typed answer then normally arrives first, and the edge's own deadline
+/// fires only when a core is hung or gone.
+pub const HOP: Duration = Duration::from_secs(2);
+
+/// How long the edge waits for each kind of call to a core.
+pub mod core_call {
+    use std::time::Duration;
+
+    use world_model::limits::{CREDENTIAL, READ as STORE_READ, REST_COMMIT};
+
+    use super::HOP;
+
+    /// Health reads nothing from the store.
+    pub const HEALTH: Duration = Duration::from_secs(5);
+    /// A store read: the core resolves the credential, then reads under its read bound.
+    pub const READ: Duration = CREDENTIAL.saturating_add(STORE_READ).saturating_add(HOP);
+    /// An admission (the cards', a request's own session check): the credential, then the
+    /// registry read, which the reference bounds as a read.
+    pub const ADMIT: Duration = READ;
+    /// A REST commit: the credential, then the commit's store work.
+    pub const COMMIT: Duration = CREDENTIAL.saturating_add(REST_COMMIT).saturating_add(HOP);
+    /// An OAuth call: a few store statements, which the core does not bound itself.
+    pub const OAUTH: Duration = Duration::from_secs(10);
+    /// Opening a TCP connection to a core.
+    pub const CONNECT: Duration = Duration::from_secs(3);
+    /// How long a core that refused a connection is passed over before it is tried again.
+    pub const PASS_OVER: Duration = Duration::from_secs(2);
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -29,10 +62,10 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            request_deadline: Duration::from_secs(20),
+            request_deadline: INVOCATION,
             callback_slots: 8,
-            callback_timeout: Duration::from_secs(20),
-            callback_slot_wait: Duration::from_secs(20),
+            callback_timeout: INVOCATION,
+            callback_slot_wait: INVOCATION,
             header_read_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(120),
             body_read_timeout: Duration::from_secs(30),

@@ -22,10 +22,11 @@ use crate::callback::Callbacks;
 use crate::cli::EdgeArgs;
 use crate::core::{CoreClient, CoreUrlError};
 use crate::limits::Limits;
-use crate::mcp::OriginPolicy;
 use crate::metrics::Metrics;
 use crate::oauth::{self, PublicUrl, PublicUrlError};
+use crate::origin::OriginPolicy;
 use crate::router::{self, Resolution, Route};
+use crate::surface::Surfaces;
 use crate::{a2a, card, connection, mcp, rest, ui, wire};
 
 /// How long open connections may finish after SIGINT/SIGTERM before the edge closes them.
@@ -34,6 +35,8 @@ pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct AppState {
     pub core: CoreClient,
+    /// The surfaces admitted through `core`, kept by digest.
+    pub surfaces: Arc<Surfaces>,
     pub origins: Arc<OriginPolicy>,
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
@@ -51,6 +54,7 @@ impl AppState {
     pub fn with_limits(core: CoreClient, origins: OriginPolicy, limits: Limits) -> AppState {
         AppState {
             core,
+            surfaces: Arc::default(),
             origins: Arc::new(origins),
             metrics: Arc::new(Metrics::new()),
             callbacks: Callbacks::new(&limits),
@@ -144,7 +148,7 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
         Resolution::NotFound => return ("not_found", wire::not_found()),
         Resolution::BadRequest => return ("bad_request", wire::malformed_request()),
     };
-    let core = &state.core;
+    let (core, surfaces) = (&state.core, &*state.surfaces);
     let headers = &parts.headers;
     let param = matched.param.as_str();
     let response = match matched.route {
@@ -161,10 +165,14 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
         Route::Session => rest::session(core, headers).await,
         Route::Calls => rest::calls(core, headers, query).await,
         Route::Ui => ui::asset(param),
-        Route::AgentCard => card::handle(core, headers).await,
-        Route::A2aCard => card::handle_a2a(core, headers, &state.public_url).await,
-        Route::A2a => a2a::handle(core, &state.limits, &state.metrics, headers, body).await,
-        Route::Mcp => oauth::challenge(&state.public_url, mcp::handle(state, headers, body).await),
+        Route::AgentCard => card::handle(core, surfaces, headers).await,
+        Route::A2aCard => card::handle_a2a(core, surfaces, headers, &state.public_url).await,
+        Route::A2a => a2a::handle(core, surfaces, &state.limits, &state.metrics, headers, body).await,
+        Route::Mcp => {
+            let answer =
+                mcp::handle(core, &state.surfaces, &state.callbacks, &state.origins, &state.limits, headers, body);
+            oauth::challenge(&state.public_url, answer.await)
+        }
         Route::Metrics => wire::bytes(
             http::StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",

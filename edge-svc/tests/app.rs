@@ -12,7 +12,7 @@ use http_body_util::BodyExt;
 use proptest::prelude::*;
 use tonic::{Response, Status};
 use tower::ServiceExt;
-use world_edge::mcp::OriginPolicy;
+use world_edge::origin::OriginPolicy;
 use world_edge::{AppState, CoreClient, app};
 use world_proto::v1 as pb;
 use world_proto::v1::admission_server::{Admission, AdmissionServer};

@@ -317,3 +317,59 @@ async fn the_router_answers_like_go_serve_mux() {
     let metrics = client.get(world.url("/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(metrics.contains("# TYPE"), "{metrics}");
 }
+
+/// Sends one request on `stream` whose body follows its head a moment later (so it is not yet
+/// buffered when the edge answers), and reads the answer: its head and body.
+fn exchange(stream: &mut std::net::TcpStream, head: &str, body: &str) -> (String, String) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    stream.write_all(head.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    stream.write_all(body.as_bytes()).expect("the edge is still reading the body");
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut answer_head = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the edge closed the connection: {answer_head:?}");
+        answer_head.push_str(&line);
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let length = answer_head
+        .lines()
+        .find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_owned))
+        .expect("a content-length")
+        .parse::<usize>()
+        .unwrap();
+    let mut answer_body = vec![0; length];
+    reader.read_exact(&mut answer_body).unwrap();
+    assert!(reader.buffer().is_empty(), "nothing beyond the answer");
+    (answer_head, String::from_utf8(answer_body).unwrap())
+}
+
+/// An answer sent before the request's body was read (a 401, a 403 `Origin`, an A2A refusal)
+/// leaves the client its connection: the edge reads the rest of the body first, so the next
+/// request on the same connection is served.
+#[test]
+fn an_early_answer_keeps_the_connection_for_the_next_request() {
+    let world = World::start();
+    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let mut stream = std::net::TcpStream::connect(world.edge_url.trim_start_matches("http://")).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let post = |path: &str, extra: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: edge\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{extra}Content-Length: {}\r\n\r\n",
+            body.len()
+        )
+    };
+    let origin = format!("Authorization: Bearer {token}\r\nOrigin: http://evil.example\r\n");
+    for (path, extra, status) in [("/mcp/", origin.as_str(), "403"), ("/mcp/", "", "401"), ("/a2a/", "", "200")] {
+        let (head, answer) = exchange(&mut stream, &post(path, extra), body);
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{path}: {head}{answer}");
+        assert!(!head.to_ascii_lowercase().contains("connection: close"), "{path}: {head}");
+    }
+    let (head, answer) = exchange(&mut stream, "GET /v1/health HTTP/1.1\r\nHost: edge\r\n\r\n", "");
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}{answer}");
+}

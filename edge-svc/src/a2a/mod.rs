@@ -34,6 +34,7 @@ use crate::json::{self, DecodeError, compact_raw, go_fields, go_members, go_stri
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::session::{self, Forwarded, Verdict, refuses_session};
+use crate::surface::Surfaces;
 use crate::wire;
 use message::Dialect;
 
@@ -206,19 +207,26 @@ impl<'a> Params<'a> {
 
 pub async fn handle(
     core: &CoreClient,
+    surfaces: &Surfaces,
     limits: &Limits,
     metrics: &Metrics,
     headers: &HeaderMap,
     body: Body,
 ) -> Response {
-    let (method, response) = answer(core, limits, headers, body).await;
+    let (method, response) = answer(core, surfaces, limits, headers, body).await;
     let error = response.extensions().get::<wire::A2aErrorCode>().map(|code| code.0);
     metrics.a2a(method.map_or("-", Method::as_str), error);
     response
 }
 
 /// The answer and, once the envelope named a known method, that method.
-async fn answer(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: Body) -> (Option<Method>, Response) {
+async fn answer(
+    core: &CoreClient,
+    surfaces: &Surfaces,
+    limits: &Limits,
+    headers: &HeaderMap,
+    body: Body,
+) -> (Option<Method>, Response) {
     // Step 1: one deadline for the whole request, admission included.
     let deadline = Instant::now() + limits.request_deadline;
     let credential = match session::precheck(headers) {
@@ -228,7 +236,7 @@ async fn answer(core: &CoreClient, limits: &Limits, headers: &HeaderMap, body: B
     let verdict = Verdict::default();
     let answered = respond(core, limits, headers, body, &credential, &verdict, deadline).await;
     let admit = || async {
-        match tokio::time::timeout_at(deadline, core.admit(&credential)).await {
+        match tokio::time::timeout_at(deadline, surfaces.admit(core, &credential)).await {
             Ok(admitted) => admitted.map(|_| ()),
             // A session lookup that outlived the request is the not-available row (§2.2).
             Err(_) => Err(Failure::of(FailureCode::Timeout)),

@@ -2,23 +2,19 @@
 //! core is never repeated here: a token exchange sent twice would look like a reused code and
 //! end the sign-in it was meant to complete.
 
-use std::time::Duration;
-
 use world_model::Failure;
 use world_proto::Outcome as _;
 use world_proto::v1 as pb;
 use world_proto::v1::o_auth_client::OAuthClient;
 
 use crate::core::{CoreClient, LostReply};
-
-/// Each OAuth call's deadline: a few store statements on the core.
-const DEADLINE: Duration = Duration::from_secs(10);
+use crate::limits::core_call;
 
 /// One `world.v1.OAuth` call (`method`): no credential, sent once.
 macro_rules! oauth_call {
     ($client:expr, $what:expr, $message:expr, $method:ident) => {
         $client
-            .unary($what, None, DEADLINE, LostReply::Invocation, $message, |channel, request| async move {
+            .unary($what, None, core_call::OAUTH, LostReply::Invocation, $message, |channel, request| async move {
                 OAuthClient::new(channel).$method(request).await
             })
             .await

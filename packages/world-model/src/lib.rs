@@ -21,6 +21,7 @@ pub mod grant;
 pub mod hashref;
 pub mod ids;
 pub mod ledger;
+pub mod limits;
 pub mod mcp_name;
 pub mod oauth;
 pub mod registry;

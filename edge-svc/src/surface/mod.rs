@@ -1,17 +1,20 @@
 //! A session's surface as the edge holds it: the descriptors the core admitted, and the MCP
-//! tools built from them once. Surfaces are kept by the digest the core gives them, and the
-//! digest each credential last had is sent with its next admission, so a session whose surface
-//! has not changed is admitted without the core shipping (or the edge rebuilding) it again.
+//! tools built from them once ([`tools`]). Surfaces are kept by the digest the core gives them,
+//! and the digest each credential last had is sent with its next admission, so a session whose
+//! surface has not changed is admitted without the core shipping (or the edge rebuilding) it
+//! again. Every admission of the edge goes through [`Surfaces::admit`].
+
+pub mod tools;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::value::RawValue;
-use world_model::HashRef;
+use world_model::{Failure, HashRef};
 use world_proto::v1 as pb;
 
-use crate::json;
-use crate::mcp::{Tool, tool_surface};
+use crate::core::CoreClient;
+use crate::session::Forwarded;
 
 /// At most this many surfaces, and as many credentials' last digests, are kept; then each
 /// map starts over.
@@ -23,13 +26,7 @@ pub struct Surface {
     pub digest: String,
     /// The visible descriptors, in registry order.
     pub descriptors: Vec<pb::Descriptor>,
-    tools: OnceLock<Result<Tools, String>>,
-}
-
-/// The MCP tools of a surface and their `tools/list` array, encoded once.
-pub struct Tools {
-    pub list: Vec<Tool>,
-    pub json: Box<RawValue>,
+    tools: OnceLock<Result<Box<RawValue>, String>>,
 }
 
 impl Surface {
@@ -37,14 +34,10 @@ impl Surface {
         Surface { digest, descriptors, tools: OnceLock::new() }
     }
 
-    /// The surface's MCP tools (escaped, normalised, sorted), or why it has none.
-    pub fn tools(&self) -> &Result<Tools, String> {
-        self.tools.get_or_init(|| {
-            let list = tool_surface(&self.descriptors).map_err(|error| error.to_string())?;
-            let text = String::from_utf8(json::marshal(&list)).map_err(|error| error.to_string())?;
-            let json = RawValue::from_string(text).map_err(|error| error.to_string())?;
-            Ok(Tools { list, json })
-        })
+    /// The surface's `tools/list` array (escaped, normalised, sorted, encoded), or why it has
+    /// no MCP tools.
+    pub fn tools(&self) -> &Result<Box<RawValue>, String> {
+        self.tools.get_or_init(|| tools::encoded(&self.descriptors))
     }
 }
 
@@ -65,15 +58,23 @@ pub struct Surfaces {
 }
 
 impl Surfaces {
+    /// Admits `credential` through `core`: its session, fresh from the core, and its surface
+    /// (the one this edge already holds when the core says it is unchanged).
+    pub async fn admit(&self, core: &CoreClient, credential: &Forwarded) -> Result<Admitted, Failure> {
+        let known = self.known(credential.as_str());
+        let reply = core.admit(credential, known.as_ref().map_or("", |surface| surface.digest.as_str())).await?;
+        Ok(self.admitted(credential.as_str(), known, reply))
+    }
+
     /// The digest of the surface `credential` had last, if this edge still holds it.
-    pub fn known(&self, credential: &str) -> Option<Arc<Surface>> {
+    fn known(&self, credential: &str) -> Option<Arc<Surface>> {
         let digest = lock(&self.by_credential).get(&HashRef::of(credential.as_bytes())).cloned()?;
         lock(&self.by_digest).get(&digest).cloned()
     }
 
     /// The surface the core admitted `credential` with: `known` when the core said it is
     /// unchanged, else the one the reply carries (kept for next time).
-    pub fn admitted(&self, credential: &str, known: Option<Arc<Surface>>, reply: pb::Admitted) -> Admitted {
+    fn admitted(&self, credential: &str, known: Option<Arc<Surface>>, reply: pb::Admitted) -> Admitted {
         let surface = match known {
             Some(known) if !reply.surface_digest.is_empty() && known.digest == reply.surface_digest => known,
             _ => {
@@ -139,11 +140,14 @@ mod tests {
     }
 
     #[test]
-    fn tools_are_built_once_with_their_list() {
+    fn tools_are_built_once() {
         let surface = Surface::new("d".into(), reply("d", &["b.x", "a.y"]).surface);
         let tools = surface.tools().as_ref().expect("tools");
-        assert_eq!(tools.list.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a_dy", "b_dx"]);
-        assert!(tools.json.get().starts_with(r#"[{"name":"a_dy""#), "{}", tools.json.get());
+        assert!(
+            tools.get().starts_with(r#"[{"name":"a_dy","inputSchema":{"type":"object"}},{"name":"b_dx""#),
+            "{}",
+            tools.get()
+        );
         assert!(std::ptr::eq(surface.tools(), surface.tools()));
     }
 }
