@@ -3,11 +3,11 @@
 //!
 //! Two kinds of "no", both recorded `failed`: a malformed request (not one JSON object, an
 //! unknown or case-aliased key, an op the effect does not allow, a wrong scope) is a
-//! [`HandlerFailure::Failed`]; a well-formed request the worktree refuses (confinement, a missing file,
-//! a cap, an ambiguous edit) answers `{"ok":false,"refused":"…"}` as a refused [`Output`], so
-//! the agent reads why. Every output carries `tool` and `policy_digest` and is canonical JSON;
-//! a read, write or edit that happened also carries `sha256`, the ref of the bytes read or
-//! written.
+//! [`HandlerFailure::Failed`]; a well-formed request the worktree refuses (confinement, a
+//! missing file, a cap, an ambiguous edit) answers `{"ok":false,"refused":"…"}` as a refused
+//! [`Output`], so the agent reads why. Every output carries `tool` and `policy_digest` and is
+//! canonical JSON; a read, write or edit that happened also carries `sha256`, the ref of the
+//! bytes read or written.
 
 use serde_json::{Map, Value};
 use world_model::{HashRef, canonical_value, canonicalize, go_quote};

@@ -1,6 +1,7 @@
 //! Group commit: the writer's queue. Commits and effect intents join it, and every turn at
 //! the write lock writes all that are pending, in order, in one transaction, so they share
-//! its BEGIN, its head read and its durable COMMIT (the fsync that bounds a lone write).
+//! its BEGIN, one read of the head and the journal, and its durable COMMIT (the fsync that
+//! bounds a lone write).
 //! Each commit is checked in full (`commit`) against the world the ones before it left,
 //! exactly as if it ran alone; each intent is given the next ordinal of its episode
 //! (`effects`).

@@ -1,11 +1,11 @@
 //! The world store: objects, worlds, the log and heads (`objects`), the commit journal
 //! (`journal`, `commit`), the effect journal (`effects`), the writer's queue that commits and
-//! effect intents share (`batch`), sessions, invocation claims and
-//! episode leases (`leases`), which core is alive (`liveness`), OAuth sign-in's clients, approvals and
-//! refresh tokens (`oauth`), behind one API over two backends (SQLite in WAL mode, or
-//! PostgreSQL); `tx` is the one write transaction over both. Every guard that matters for correctness is enforced inside a
-//! database transaction, never in process memory, so several cores and CLIs
-//! can share one store.
+//! effect intents share (`batch`), sessions, invocation claims and episode leases (`leases`),
+//! which core is alive (`liveness`), OAuth sign-in's clients, approvals and refresh tokens
+//! (`oauth`), behind one API over two backends (SQLite in WAL mode, or PostgreSQL); `tx` is
+//! the one write transaction over both. Every guard that matters for correctness is enforced
+//! inside a database transaction, never in process memory, so several cores and CLIs can
+//! share one store.
 
 mod batch;
 mod commit;
