@@ -28,18 +28,17 @@ use crate::store::{Store, StoreError, StoredObject};
 const PROVENANCE: &str = "host/broker";
 
 /// The effects one call dispatched, in plan order: each one's record and, for those that
-/// ran, the outcome that is not durable yet. The call's commit carries them
+/// ran, the outcome, none of it durable yet. The call's commit carries them
 /// ([`Self::for_commit`], then [`Self::committed`] once it is durable); a call that will not
 /// commit them writes them with [`Self::settle`] before it answers. Dropped any other way,
 /// the effects that ran stay indeterminate, and that is logged.
 #[must_use = "the outcomes of effects that ran must be durable before the caller is told"]
-#[derive(Default)]
 pub struct Unsettled {
+    episode: String,
     effects: Vec<Dispatched>,
 }
 
-/// One dispatched effect: its record (durable already for a denial) and, when it ran, its
-/// outcome.
+/// One dispatched effect: its record and, when it ran, its outcome.
 struct Dispatched {
     record: StoredObject,
     ran: Option<Ran>,
@@ -65,6 +64,10 @@ pub struct ForCommit {
 }
 
 impl Unsettled {
+    pub fn new(episode: &str) -> Self {
+        Self { episode: episode.to_owned(), effects: Vec::new() }
+    }
+
     /// Every effect's record ref, in plan order: what EffectsUnrecorded names.
     pub fn records(&self) -> Vec<HashRef> {
         self.effects.iter().map(|effect| effect.record.hash).collect()
@@ -90,18 +93,31 @@ impl Unsettled {
         self.effects.clear();
     }
 
-    /// Writes the outcome of each effect that ran, with its result and record, each on
-    /// `budget`, for a call that will not commit them; an outcome already journaled (by a
-    /// commit whose answer was lost) counts as written. Says which writes failed.
+    /// Writes the outcome of each effect that ran, with its result and record, and the
+    /// records of the denied ones, each write on `budget`, for a call that will not commit
+    /// them; an outcome already journaled (by a commit whose answer was lost) counts as
+    /// written. Says which writes failed.
     pub async fn settle(mut self, store: &Store, budget: Duration) -> Result<(), String> {
         let mut failed = Vec::new();
+        let mut denied = Vec::new();
         for Dispatched { record, ran } in std::mem::take(&mut self.effects) {
-            let Some(Ran { effect_id, result, outcome }) = ran else { continue };
+            let Some(Ran { effect_id, result, outcome }) = ran else {
+                denied.push(record);
+                continue;
+            };
             let objects = [&result, &record];
             match tokio::time::timeout(budget, store.append_effect_outcome(&effect_id, &objects, &outcome)).await {
                 Ok(Ok(())) | Ok(Err(StoreError::DuplicateInvocation { .. })) => {}
                 Ok(Err(error)) => failed.push(format!("writing the outcome of {effect_id}: {error}")),
                 Err(_) => failed.push(format!("writing the outcome of {effect_id} ran past its budget")),
+            }
+        }
+        if !denied.is_empty() {
+            let records: Vec<&StoredObject> = denied.iter().collect();
+            match tokio::time::timeout(budget, store.put_objects(&self.episode, &records)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => failed.push(format!("writing the denied effects' records: {error}")),
+                Err(_) => failed.push("writing the denied effects' records ran past its budget".to_owned()),
             }
         }
         if failed.is_empty() { Ok(()) } else { Err(failed.join("; ")) }
@@ -142,8 +158,6 @@ pub struct EffectCall<'a> {
     /// The call's logical time, the same for every request and its commit.
     pub now: i64,
     pub handler_timeout: Duration,
-    /// Bounds the writes after the handler: an ended call never strands an executed effect.
-    pub write_budget: Duration,
 }
 
 /// Decides `call.effect` over `ledger` (the session's grants seeded from the episode's
@@ -173,7 +187,8 @@ pub async fn dispatch(
     let index = match (selection.decision, selection.grant_index) {
         (world_model::Decision::Allowed { remaining }, Some(index)) => (index, remaining),
         (decision, _) => {
-            // A denial writes its record only: no request object, no intent, no debit.
+            // A denial has a record only: no request object, no intent, no debit. The record
+            // is written with the rest (the commit, or settle).
             let denial = match decision {
                 world_model::Decision::Denied(denial) => denial,
                 world_model::Decision::Allowed { .. } => world_model::Denial::EffectName,
@@ -181,10 +196,6 @@ pub async fn dispatch(
             let detail = denial_detail(ledger, call.grants, selection.grant_index, requirement, denial, call.episode);
             let record = EffectRecord::denied(requirement, budget_before, denial, request.hash);
             let record = record_object(&record).map_err(|e| not_run("denial record", &e))?;
-            tokio::time::timeout(call.write_budget, call.store.put_objects(call.episode, &[&record]))
-                .await
-                .map_err(|_| not_run("denial record", &"the write budget ended"))?
-                .map_err(|e| not_run("denial record", &e))?;
             let result = answer(EffectStatus::Denied, &record, None, Some(detail));
             unsettled.effects.push(Dispatched { record, ran: None });
             return Ok(result);

@@ -91,7 +91,7 @@ impl Coordinator {
         }
 
         let mut results = Vec::with_capacity(plan.effects.len());
-        let mut unsettled = Unsettled::default();
+        let mut unsettled = Unsettled::new(session.episode.as_str());
         for planned in &plan.effects {
             // The handler leaves the call's tail its share (`Limits::after_handler`), and runs
             // at most its own bound.
@@ -115,7 +115,6 @@ impl Coordinator {
                 effect: planned,
                 now,
                 handler_timeout,
-                write_budget: self.limits.post_effect,
             };
             let span = tracing::info_span!("effect", world.effect = %planned.requirement.effect);
             let dispatched =
