@@ -97,7 +97,8 @@ impl Store {
         }
     }
 
-    /// Stores objects of `episode` outside any commit (a denial's record), each verified first.
+    /// Stores objects of `episode` outside any commit (the records of denied effects of a call
+    /// that does not commit), each verified first.
     pub async fn put_objects(&self, episode: &str, objects: &[&StoredObject]) -> Result<(), StoreError> {
         let mut verified = Vec::with_capacity(objects.len());
         for (i, object) in objects.iter().copied().enumerate() {
