@@ -309,3 +309,23 @@ async fn effectful_outputs_compose_with_the_world_block() {
     assert_eq!(bench.store.effect_spend("ep1").await.unwrap()[0].2, 2, "a denial debits nothing");
     assert!(bench.root.join("ep1/hello.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_does_not_commit_makes_its_effects_durable_before_it_answers() {
+    let bench = bench().await;
+    let failing_finish = || vec![Reply::Out(plan(read_effect(), true, Value::Null)), Reply::Exit(1, "", "Error: no")];
+    // A read that ran: its record and its outcome are written before EffectsUnrecorded.
+    let ran = bench.call("ep1", "t.read", Some("ran"), "{}", failing_finish()).await.expect_err("finish fails");
+    assert_eq!(ran.code.as_str(), "effects_unrecorded");
+    assert_eq!(bench.store.effect_receipt("effect:ep1:0").await.unwrap(), "resolved");
+    // Spend the rest of the grant of 2, then a read the budget denies: its record too.
+    let read = vec![Reply::Out(plan(read_effect(), false, Value::Null))];
+    bench.call("ep1", "t.read", Some("spend"), "{}", read).await.unwrap();
+    let denied = bench.call("ep1", "t.read", Some("denied"), "{}", failing_finish()).await.expect_err("finish fails");
+    assert_eq!(denied.code.as_str(), "effects_unrecorded");
+    for failure in [ran, denied] {
+        assert_eq!(failure.effect_records.len(), 1, "{failure:?}");
+        let record = bench.store.get_object(&failure.effect_records[0], true).await.unwrap();
+        assert!(record.is_some(), "the record EffectsUnrecorded names is durable: {failure:?}");
+    }
+}

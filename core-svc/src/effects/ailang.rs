@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use world_model::{HashRef, canonical_value};
 
-use super::handlers::{HandlerFailure, Output};
+use super::answer::{HandlerFailure, Output};
 use super::worktree::{AccessError, ConfinementPolicy, Worktree};
 use crate::limits::CAPTURED_OUTPUT;
 use crate::subprocess::{self, RunError, Slots, Spawn};

@@ -1,43 +1,135 @@
-//! The effect broker: one planned effect through the grant law, the durable intent (the
-//! debit), the handler, and the durable outcome and record — in that order, so nobody is
-//! told anything about an effect that is not recorded.
+//! The effect broker: one planned effect through the grant law, the durable intent, the
+//! handler and its record; and [`Unsettled`], the one owner of an effect's outcome until it
+//! is durable.
+//!
+//! The crash-safety rule of effects is kept here, and only here:
+//! * an effect's intent is durable before its handler runs. It is the debit of the budget,
+//!   so no crash can run an effect twice or give its cost back.
+//! * an effect's outcome and record are durable before the caller is told anything. The
+//!   call's commit writes them in its own transaction; a call that does not commit writes
+//!   them alone ([`Unsettled::settle`]) first, and its caller is told EffectsUnrecorded with
+//!   the records.
+//! * when whether a handler changed anything is unknown, the effect gets no outcome: its
+//!   intent stays indeterminate, nothing runs it again, and recovery reports it.
 
 use std::time::Duration;
 
 use serde_json::json;
 use world_model::{
-    AccessTriple, DenialDetail, EffectIntent, EffectOutcome, EffectOutcomeStatus, EffectRecord, EffectStatus, Grant,
-    HashRef, PlannedEffect, canonical_value, effect, request_payload, select_grant,
+    AccessTriple, DenialDetail, EffectIntent, EffectOutcome, EffectOutcomeStatus, EffectRecord, EffectResult,
+    EffectStatus, Grant, HashRef, PlannedEffect, canonical_value, effect, request_payload, select_grant,
 };
 
-use super::handlers::{Bound, Effects, HandlerFailure};
+use super::answer::HandlerFailure;
+use super::handlers::{Bound, Effects};
 use crate::store::{Store, StoreError, StoredObject};
 
 /// Provenance of every object the broker writes.
 const PROVENANCE: &str = "host/broker";
 
-/// An effect that ran (or was denied) and whose record is durable.
-#[derive(Debug)]
-pub struct Dispatched {
-    pub status: EffectStatus,
-    /// The durable effect record; the commit carries it too, so the log indexes it.
-    pub record: StoredObject,
-    /// The handler's output (canonical JSON) when it ran: what it answered, or for a failed
-    /// effect its reason.
-    pub output: Option<Vec<u8>>,
-    /// Why a denied effect was denied, with the grant's numbers.
-    pub denial: Option<DenialDetail>,
-    /// The outcome of an effect that ran, still to be made durable: inside the call's commit
-    /// when it commits (one durable write fewer), by [`record_outcome`] when it does not.
-    pub pending: Option<PendingOutcome>,
+/// The effects one call dispatched, in plan order: each one's record and, for those that
+/// ran, the outcome, none of it durable yet. The call's commit carries them
+/// ([`Self::for_commit`], then [`Self::committed`] once it is durable); a call that will not
+/// commit them writes them with [`Self::settle`] before it answers. Dropped any other way,
+/// the effects that ran stay indeterminate, and that is logged.
+#[must_use = "the outcomes of effects that ran must be durable before the caller is told"]
+pub struct Unsettled {
+    episode: String,
+    effects: Vec<Dispatched>,
 }
 
-/// An effect's outcome journal entry and the objects it names (result, record).
-#[derive(Clone, Debug)]
-pub struct PendingOutcome {
-    pub effect_id: String,
-    pub objects: Vec<StoredObject>,
-    pub outcome: StoredObject,
+/// One dispatched effect: its record and, when it ran, its outcome.
+struct Dispatched {
+    record: StoredObject,
+    ran: Option<Ran>,
+}
+
+/// The journal's outcome of an effect that ran, and its result object.
+struct Ran {
+    effect_id: String,
+    result: StoredObject,
+    outcome: StoredObject,
+}
+
+/// What a call's commit writes of its effects, in its own transaction.
+#[derive(Default)]
+pub struct ForCommit {
+    /// Every effect's record, in plan order: committed with the entry, so the log's object
+    /// index leads from an effect record back to its entry.
+    pub records: Vec<StoredObject>,
+    /// The results of the effects that ran.
+    pub results: Vec<StoredObject>,
+    /// Their outcomes' journal rows: (effect id, outcome object).
+    pub outcomes: Vec<(String, StoredObject)>,
+}
+
+impl Unsettled {
+    pub fn new(episode: &str) -> Self {
+        Self { episode: episode.to_owned(), effects: Vec::new() }
+    }
+
+    /// Every effect's record ref, in plan order: what EffectsUnrecorded names.
+    pub fn records(&self) -> Vec<HashRef> {
+        self.effects.iter().map(|effect| effect.record.hash).collect()
+    }
+
+    /// Whether any effect ran, so that a failure now leaves an outcome to record.
+    pub fn any_ran(&self) -> bool {
+        self.effects.iter().any(|effect| effect.ran.is_some())
+    }
+
+    /// What the call's commit carries, so that its COMMIT settles them.
+    pub fn for_commit(&self) -> ForCommit {
+        let ran = || self.effects.iter().filter_map(|effect| effect.ran.as_ref());
+        ForCommit {
+            records: self.effects.iter().map(|effect| effect.record.clone()).collect(),
+            results: ran().map(|ran| ran.result.clone()).collect(),
+            outcomes: ran().map(|ran| (ran.effect_id.clone(), ran.outcome.clone())).collect(),
+        }
+    }
+
+    /// The call's commit is durable, and with it every outcome it carried.
+    pub fn committed(mut self) {
+        self.effects.clear();
+    }
+
+    /// Writes the outcome of each effect that ran, with its result and record, and the
+    /// records of the denied ones, each write on `budget`, for a call that will not commit
+    /// them; an outcome already journaled (by a commit whose answer was lost) counts as
+    /// written. Says which writes failed.
+    pub async fn settle(mut self, store: &Store, budget: Duration) -> Result<(), String> {
+        let mut failed = Vec::new();
+        let mut denied = Vec::new();
+        for Dispatched { record, ran } in std::mem::take(&mut self.effects) {
+            let Some(Ran { effect_id, result, outcome }) = ran else {
+                denied.push(record);
+                continue;
+            };
+            let objects = [&result, &record];
+            match tokio::time::timeout(budget, store.append_effect_outcome(&effect_id, &objects, &outcome)).await {
+                Ok(Ok(())) | Ok(Err(StoreError::DuplicateInvocation { .. })) => {}
+                Ok(Err(error)) => failed.push(format!("writing the outcome of {effect_id}: {error}")),
+                Err(_) => failed.push(format!("writing the outcome of {effect_id} ran past its budget")),
+            }
+        }
+        if !denied.is_empty() {
+            let records: Vec<&StoredObject> = denied.iter().collect();
+            match tokio::time::timeout(budget, store.put_objects(&self.episode, &records)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => failed.push(format!("writing the denied effects' records: {error}")),
+                Err(_) => failed.push("writing the denied effects' records ran past its budget".to_owned()),
+            }
+        }
+        if failed.is_empty() { Ok(()) } else { Err(failed.join("; ")) }
+    }
+}
+
+impl Drop for Unsettled {
+    fn drop(&mut self) {
+        for ran in self.effects.iter().filter_map(|effect| effect.ran.as_ref()) {
+            tracing::error!(effect = %ran.effect_id, "an effect's outcome was never written; it stays indeterminate");
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -45,9 +137,10 @@ pub enum DispatchError {
     /// Nothing ran and nothing was debited.
     #[error("the effect was not dispatched: {0}")]
     NotRun(String),
-    /// The handler ran (or may have), and its outcome could not be made durable.
+    /// The handler ran (or may have), and whether it changed anything is unknown: no
+    /// outcome is written, the intent stays indeterminate.
     #[error("effect {effect_id} ran but its outcome is not recorded: {cause}")]
-    Unrecorded { effect_id: String, records: Vec<HashRef>, cause: String },
+    Unrecorded { effect_id: String, cause: String },
 }
 
 /// One effect of one call.
@@ -65,24 +158,37 @@ pub struct EffectCall<'a> {
     /// The call's logical time, the same for every request and its commit.
     pub now: i64,
     pub handler_timeout: Duration,
-    /// Bounds the writes after the handler: an ended call never strands an executed effect.
-    pub write_budget: Duration,
 }
 
 /// Decides `call.effect` over `ledger` (the session's grants seeded from the episode's
 /// spend) and, when allowed, runs it; the chosen grant is debited once the intent is durable.
-pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Dispatched, DispatchError> {
+/// The effect's record, and its outcome when it ran, join `unsettled`; the answer is what
+/// the finish phase reads.
+pub async fn dispatch(
+    ledger: &mut [Grant],
+    unsettled: &mut Unsettled,
+    call: EffectCall<'_>,
+) -> Result<EffectResult, DispatchError> {
     let requirement: &AccessTriple = &call.effect.requirement;
     let selection = select_grant(ledger, requirement, call.now);
     let budget_before = selection.grant_index.and_then(|i| ledger.get(i)).map_or(0, |g| g.budget);
     let request =
         StoredObject::new(effect::REQUEST, PROVENANCE, request_payload(requirement, call.now, &call.effect.payload));
     let not_run = |what: &str, cause: &dyn std::fmt::Display| DispatchError::NotRun(format!("{what}: {cause}"));
+    let answer = |status, record: &StoredObject, output, denial| EffectResult {
+        id: call.effect.id.clone(),
+        effect: requirement.effect.clone(),
+        status,
+        record: record.hash,
+        output,
+        denial,
+    };
 
     let index = match (selection.decision, selection.grant_index) {
         (world_model::Decision::Allowed { remaining }, Some(index)) => (index, remaining),
         (decision, _) => {
-            // A denial writes its record only: no request object, no intent, no debit.
+            // A denial has a record only: no request object, no intent, no debit. The record
+            // is written with the rest (the commit, or settle).
             let denial = match decision {
                 world_model::Decision::Denied(denial) => denial,
                 world_model::Decision::Allowed { .. } => world_model::Denial::EffectName,
@@ -90,17 +196,9 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
             let detail = denial_detail(ledger, call.grants, selection.grant_index, requirement, denial, call.episode);
             let record = EffectRecord::denied(requirement, budget_before, denial, request.hash);
             let record = record_object(&record).map_err(|e| not_run("denial record", &e))?;
-            tokio::time::timeout(call.write_budget, call.store.put_objects(call.episode, &[&record]))
-                .await
-                .map_err(|_| not_run("denial record", &"the write budget ended"))?
-                .map_err(|e| not_run("denial record", &e))?;
-            return Ok(Dispatched {
-                status: EffectStatus::Denied,
-                record,
-                output: None,
-                denial: Some(detail),
-                pending: None,
-            });
+            let result = answer(EffectStatus::Denied, &record, None, Some(detail));
+            unsettled.effects.push(Dispatched { record, ran: None });
+            return Ok(result);
         }
     };
     let (grant_index, remaining) = index;
@@ -130,19 +228,15 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
     )
     .await;
     crate::fault::point("after-handler");
-    let unrecorded = |records: Vec<HashRef>, cause: String| DispatchError::Unrecorded {
-        effect_id: effect_id.clone(),
-        records,
-        cause,
-    };
+    let unrecorded = |cause: String| DispatchError::Unrecorded { effect_id: effect_id.clone(), cause };
     let (output, failed) = match handled {
         Ok(Ok(output)) => (output.bytes, output.refused),
         // The reason is the failed effect's result, so the caller and the log see it.
         Ok(Err(HandlerFailure::Failed(cause))) => (canonical_value(&json!({"ok": false, "refused": cause})), true),
         // Whether the handler changed anything is unknown: no record, no outcome; the
         // receipt stays indeterminate and the budget stays debited.
-        Ok(Err(HandlerFailure::Indeterminate(cause))) => return Err(unrecorded(Vec::new(), cause)),
-        Err(_) => return Err(unrecorded(Vec::new(), format!("the handler ran past {:?}", call.handler_timeout))),
+        Ok(Err(HandlerFailure::Indeterminate(cause))) => return Err(unrecorded(cause)),
+        Err(_) => return Err(unrecorded(format!("the handler ran past {:?}", call.handler_timeout))),
     };
 
     let result = StoredObject::new(effect::RESULT, PROVENANCE, output.clone());
@@ -154,7 +248,7 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
     } else {
         EffectRecord::ok(requirement, budget_before, request.hash, result.hash)
     };
-    let record = record_object(&record).map_err(|e| unrecorded(Vec::new(), e.to_string()))?;
+    let record = record_object(&record).map_err(|e| unrecorded(e.to_string()))?;
     let outcome = EffectOutcome {
         invocation_id: effect_id.clone(),
         status: if failed { EffectOutcomeStatus::Failed } else { EffectOutcomeStatus::Succeeded },
@@ -163,21 +257,9 @@ pub async fn dispatch(ledger: &mut [Grant], call: EffectCall<'_>) -> Result<Disp
     };
     let outcome = StoredObject::new(effect::OUTCOME, PROVENANCE, outcome.payload());
     let status = if failed { EffectStatus::Failed } else { EffectStatus::Ok };
-    let pending = PendingOutcome { effect_id, objects: vec![result, record.clone()], outcome };
-    Ok(Dispatched { status, record, output: Some(output), denial: None, pending: Some(pending) })
-}
-
-/// Writes an outcome the call will not commit (it failed after the effect ran), on its own
-/// budget, before anyone is told.
-pub async fn record_outcome(store: &Store, pending: &PendingOutcome, budget: Duration) -> Result<(), String> {
-    let objects: Vec<&StoredObject> = pending.objects.iter().collect();
-    match tokio::time::timeout(budget, store.append_effect_outcome(&pending.effect_id, &objects, &pending.outcome))
-        .await
-    {
-        Ok(Ok(())) | Ok(Err(StoreError::DuplicateInvocation { .. })) => Ok(()),
-        Ok(Err(error)) => Err(format!("writing the outcome of {}: {error}", pending.effect_id)),
-        Err(_) => Err(format!("writing the outcome of {} ran past its budget", pending.effect_id)),
-    }
+    let answer = answer(status, &record, Some(output), None);
+    unsettled.effects.push(Dispatched { record, ran: Some(Ran { effect_id, result, outcome }) });
+    Ok(answer)
 }
 
 /// The denial as the finish phase reads it. The numbers are the chosen grant's when it is a

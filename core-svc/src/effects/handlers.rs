@@ -7,28 +7,9 @@ use std::sync::Arc;
 use world_model::Episode;
 
 use super::ailang::AilangHandlers;
+use super::answer::{HandlerFailure, Output};
 use super::workspace::WorkspaceHandlers;
 use super::worktree::Worktree;
-
-/// What a handler answered. A refusal (`{"ok":false,"refused":…}`: confinement, a missing
-/// file, an op World-rs does not serve) is recorded `failed` with this output as its reason.
-#[derive(Debug)]
-pub struct Output {
-    pub bytes: Vec<u8>,
-    pub refused: bool,
-}
-
-/// Why a handler did not produce an output.
-#[derive(Debug, thiserror::Error)]
-pub enum HandlerFailure {
-    /// The request was refused or the handler failed before changing anything: the effect
-    /// is recorded `failed`.
-    #[error("{0}")]
-    Failed(String),
-    /// Whether the handler changed anything is unknown: the effect stays indeterminate.
-    #[error("{0}")]
-    Indeterminate(String),
-}
 
 /// The handlers of this core, for any episode.
 pub struct Effects {
@@ -81,6 +62,5 @@ impl Effects {
         tokio::task::spawn_blocking(move || workspace.handle(&worktree, &effect, &scope, &payload))
             .await
             .map_err(|e| HandlerFailure::Indeterminate(format!("the handler ended abnormally: {e}")))?
-            .map_err(|e| HandlerFailure::Failed(e.to_string()))
     }
 }

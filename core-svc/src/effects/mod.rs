@@ -2,6 +2,7 @@
 //! the confined worktree handlers, and recovery at start.
 
 pub mod ailang;
+pub mod answer;
 pub(crate) mod broker;
 pub(crate) mod episodes;
 pub mod handlers;

@@ -3,36 +3,20 @@
 //!
 //! Two kinds of "no", both recorded `failed`: a malformed request (not one JSON object, an
 //! unknown or case-aliased key, an op the effect does not allow, a wrong scope) is a
-//! [`HandlerFailure`]; a well-formed request the worktree refuses (confinement, a missing file,
-//! a cap, an ambiguous edit) answers `{"ok":false,"refused":"…"}` as a refused [`Output`], so
-//! the agent reads why. Every output carries `tool` and `policy_digest` and is canonical JSON;
-//! a read, write or edit that happened also carries `sha256`, the ref of the bytes read or
-//! written.
+//! [`HandlerFailure::Failed`]; a well-formed request the worktree refuses (confinement, a
+//! missing file, a cap, an ambiguous edit) answers `{"ok":false,"refused":"…"}` as a refused
+//! [`Output`], so the agent reads why. Every output carries `tool` and `policy_digest` and is
+//! canonical JSON; a read, write or edit that happened also carries `sha256`, the ref of the
+//! bytes read or written.
 
 use serde_json::{Map, Value};
 use world_model::{HashRef, canonical_value, canonicalize, go_quote};
 
-use super::handlers::Output;
+use super::answer::{HandlerFailure, Output};
 use super::worktree::{AccessError, ConfinementPolicy, Worktree};
 
 /// The only scope these handlers serve.
 const SCOPE: &str = "worktree";
-
-/// A request the handler could not act on. Nothing in the worktree was changed, so the broker
-/// records the effect `failed`.
-#[derive(Debug, thiserror::Error)]
-pub enum HandlerFailure {
-    #[error("no Workspace handler serves effect {}; served: Workspace.Read, Workspace.Write", go_quote(.0))]
-    UnknownEffect(String),
-    #[error("{effect}: scope {} is not served; the Workspace handlers serve scope \"worktree\" only", go_quote(.scope))]
-    Scope { effect: String, scope: String },
-    #[error("{effect}: the payload is not one JSON object: {reason}")]
-    Payload { effect: String, reason: String },
-    #[error("{effect}: {reason}")]
-    Request { effect: String, reason: String },
-    #[error("{effect}: {source}")]
-    Io { effect: String, source: AccessError },
-}
 
 /// The Workspace handlers of this core: the confinement policy and the ref of the executable
 /// that performs the effects (this binary).
@@ -78,10 +62,21 @@ impl WorkspaceHandlers {
         let ops: &[&str] = match effect {
             "Workspace.Read" => &["read"],
             "Workspace.Write" => &["write", "edit"],
-            other => return Err(HandlerFailure::UnknownEffect(other.to_owned())),
+            other => {
+                return Err(HandlerFailure::Failed(format!(
+                    "no Workspace handler serves effect {}; served: Workspace.Read, Workspace.Write",
+                    go_quote(other)
+                )));
+            }
         };
         if scope != SCOPE {
-            return Err(HandlerFailure::Scope { effect: effect.to_owned(), scope: scope.to_owned() });
+            return Err(failed(
+                effect,
+                format!(
+                    "scope {} is not served; the Workspace handlers serve scope \"worktree\" only",
+                    go_quote(scope)
+                ),
+            ));
         }
         let request = parse_request(effect, ops, payload, self.policy.max_payload_bytes)?;
         let answer = self.perform(worktree, &request);
@@ -91,9 +86,7 @@ impl WorkspaceHandlers {
             Err(refusal @ AccessError::Refused { .. }) => {
                 object([("ok", Value::Bool(false)), ("refused", Value::String(refusal.to_string()))])
             }
-            Err(source @ AccessError::Io { .. }) => {
-                return Err(HandlerFailure::Io { effect: effect.to_owned(), source });
-            }
+            Err(error @ AccessError::Io { .. }) => return Err(failed(effect, error)),
         };
         output.insert("tool".into(), Value::String(self.tool.to_string()));
         output.insert("policy_digest".into(), Value::String(self.policy.policy_digest(worktree.path()).to_string()));
@@ -181,18 +174,24 @@ fn replace_once(text: &str, old: &str, new: &str) -> Result<String, String> {
     Ok(edited)
 }
 
+/// A request the handler could not act on: nothing in the worktree was changed, so the broker
+/// records the effect `failed` with this reason.
+fn failed(effect: &str, reason: impl std::fmt::Display) -> HandlerFailure {
+    HandlerFailure::Failed(format!("{effect}: {reason}"))
+}
+
 /// Parses the payload: one JSON object (no duplicate keys, no trailing data), `op` a string the
 /// effect allows, exactly that op's keys, each a string.
 fn parse_request(effect: &str, ops: &[&str], payload: &[u8], max_payload: usize) -> Result<Request, HandlerFailure> {
-    let request_error = |reason: String| HandlerFailure::Request { effect: effect.to_owned(), reason };
+    let request_error = |reason: String| failed(effect, reason);
+    let payload_error =
+        |reason: &dyn std::fmt::Display| failed(effect, format!("the payload is not one JSON object: {reason}"));
     // canonicalize refuses what serde_json would quietly accept: duplicate keys (a second `op`
     // must not win) and invalid text.
-    let canonical = canonicalize(payload, max_payload)
-        .map_err(|e| HandlerFailure::Payload { effect: effect.to_owned(), reason: e.to_string() })?;
-    let value: Value = serde_json::from_slice(&canonical)
-        .map_err(|e| HandlerFailure::Payload { effect: effect.to_owned(), reason: e.to_string() })?;
+    let canonical = canonicalize(payload, max_payload).map_err(|e| payload_error(&e))?;
+    let value: Value = serde_json::from_slice(&canonical).map_err(|e| payload_error(&e))?;
     let Value::Object(object) = value else {
-        return Err(HandlerFailure::Payload { effect: effect.to_owned(), reason: "it is not an object".to_owned() });
+        return Err(payload_error(&"it is not an object"));
     };
     if let Some(alias) = object.keys().find(|k| k.as_str() != "op" && k.eq_ignore_ascii_case("op")) {
         return Err(request_error(format!("key {} is a case variant of \"op\"; write \"op\"", go_quote(alias))));

@@ -4,7 +4,7 @@
 use serde_json::json;
 use world_model::{Descriptor, EntryHeader, Episode, Surface, canonical_value, entry_hash, world_ref};
 
-use crate::effects::broker::PendingOutcome;
+use crate::effects::broker::ForCommit;
 use crate::store::{Commit, LogEntry, Planner, StoredObject, WorldRow};
 
 pub const INPUT_SEMANTIC_ID: &str = "world/invocation-input/v1";
@@ -25,11 +25,9 @@ pub struct Produced {
 pub struct Effects {
     /// The admitted plan's canonical bytes.
     pub plan: Vec<u8>,
-    /// The effect records, in plan order: committed with the entry, so the log's object
-    /// index leads from an effect record back to its entry.
-    pub records: Vec<StoredObject>,
-    /// The outcomes of the effects that ran, journaled in the commit's own transaction.
-    pub outcomes: Vec<PendingOutcome>,
+    /// The records, results and outcomes of its effects, journaled in the commit's own
+    /// transaction.
+    pub effects: ForCommit,
 }
 
 /// The planner of one call's commit; `now` is its logical time.
@@ -63,22 +61,16 @@ pub fn planner(
             "output": output.hash.to_string(),
         });
         let mut objects = vec![input, output];
-        let mut effect_outcomes = Vec::new();
-        let semantic_id = match effects {
-            None => RECORD_SEMANTIC_ID,
-            Some(Effects { plan, records, outcomes }) => {
-                for outcome in outcomes {
-                    // The record is among `records`; the result joins the commit's objects.
-                    objects
-                        .extend(outcome.objects.into_iter().filter(|o| o.semantic_id != world_model::effect::RECORD));
-                    effect_outcomes.push((outcome.effect_id, outcome.outcome));
-                }
+        let (semantic_id, effect_outcomes) = match effects {
+            None => (RECORD_SEMANTIC_ID, Vec::new()),
+            Some(Effects { plan, effects: ForCommit { records, results, outcomes } }) => {
+                objects.extend(results);
                 let plan = StoredObject::new(PLAN_SEMANTIC_ID, by, plan);
                 fields["plan"] = json!(plan.hash.to_string());
                 fields["effects"] = json!(records.iter().map(|r| r.hash.to_string()).collect::<Vec<_>>());
                 objects.push(plan);
                 objects.extend(records);
-                RECORD_V2_SEMANTIC_ID
+                (RECORD_V2_SEMANTIC_ID, outcomes)
             }
         };
         let record = StoredObject::new(semantic_id, by, canonical_value(&fields));

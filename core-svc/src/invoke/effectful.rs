@@ -1,10 +1,12 @@
-//! Effectful transitions (reference-core §3.5): plan → broker → finish → compose → commit.
+//! Effectful transitions (reference-core §3.5): plan → broker → finish → compose → commit,
+//! and the phases' deadlines.
 //!
 //! The episode's effect turn is held from before the plan runs until the call ends, so one
 //! episode's effects never interleave and its budget is seeded from a spend no other call
 //! is changing. Everything after an effect ran runs on a budget of its own, detached from
-//! the caller's deadline, and any failure there is EffectsUnrecorded naming the records:
-//! the effect happened and is recorded, the call is not committed, nothing is retried.
+//! the caller's deadline; a failure there settles the effects' outcomes and answers
+//! EffectsUnrecorded naming the records (the rule is kept in `effects::broker`). Nothing is
+//! retried.
 
 use std::time::Instant;
 
@@ -16,7 +18,11 @@ use world_model::{
 use super::commit_plan::{Effects, Produced};
 use super::refusal::{self, Refusal, unrecorded};
 use super::{Coordinator, Invoked, Running, pure};
+<<<<<<< HEAD
 use crate::effects::broker::{self, EffectCall, PendingOutcome};
+=======
+use crate::effects::broker::{self, DispatchError, EffectCall, ForCommit, Unsettled};
+>>>>>>> m3-outcome
 use crate::session::now_unix;
 
 impl Coordinator {
@@ -68,12 +74,11 @@ impl Coordinator {
 
         if plan.effects.is_empty() {
             // A refusal plan commits too, under the caller's deadline.
-            let output = compose(&plan, &plan_ref, &[], None, self.limits.max_output)
-                .map_err(|cause| Refusal::because(FailureCode::OutputNotObject, cause))?;
+            let output = compose(&plan, &plan_ref, &[], None, self.limits.max_output)?;
             let produced = Produced {
                 input: running.input.to_vec(),
                 output,
-                effects: Some(Effects { plan: plan.canonical.clone(), records: Vec::new(), outcomes: Vec::new() }),
+                effects: Some(Effects { plan: plan.canonical.clone(), effects: ForCommit::default() }),
             };
             let remaining = running.deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
@@ -83,16 +88,19 @@ impl Coordinator {
         }
 
         let mut results = Vec::with_capacity(plan.effects.len());
-        let mut record_objects = Vec::with_capacity(plan.effects.len());
-        let mut pending = Vec::with_capacity(plan.effects.len());
+        let mut unsettled = Unsettled::new(session.episode.as_str());
         for planned in &plan.effects {
             // The handler leaves the call's tail its share (`Limits::after_handler`), and runs
             // at most its own bound.
             let left = running.deadline.saturating_duration_since(Instant::now());
             let handler_timeout = self.limits.handler.min(left.saturating_sub(self.limits.after_handler()));
             if handler_timeout.is_zero() {
-                // Too late to run an effect and still record it: refuse before the intent.
-                return Err(Refusal::because(FailureCode::Deadline, "no time left for the effect's handler"));
+                // Too late to run an effect and still record it: refuse before its intent.
+                let cause = "no time left for the effect's handler";
+                if !unsettled.any_ran() {
+                    return Err(Refusal::because(FailureCode::Deadline, cause));
+                }
+                return Err(self.unrecorded(unsettled, cause.to_owned()).await);
             }
             let call = EffectCall {
                 store: &self.store,
@@ -104,11 +112,12 @@ impl Coordinator {
                 effect: planned,
                 now,
                 handler_timeout,
-                write_budget: self.limits.post_effect,
             };
             let span = tracing::info_span!("effect", world.effect = %planned.requirement.effect);
-            let dispatched = tracing::Instrument::instrument(broker::dispatch(&mut ledger, call), span).await;
+            let dispatched =
+                tracing::Instrument::instrument(broker::dispatch(&mut ledger, &mut unsettled, call), span).await;
             match dispatched {
+<<<<<<< HEAD
                 Ok(done) => {
                     results.push(EffectResult {
                         id: planned.id.clone(),
@@ -127,9 +136,15 @@ impl Coordinator {
                     let cause = self.settle(&pending, cause).await;
                     return Err(unrecorded(records, cause));
                 }
+=======
+                Ok(result) => results.push(result),
+                Err(DispatchError::NotRun(cause)) if !unsettled.any_ran() => {
+                    return Err(Refusal::because(FailureCode::Unavailable, cause));
+                }
+                Err(error) => return Err(self.unrecorded(unsettled, error.to_string()).await),
+>>>>>>> m3-outcome
             }
         }
-        let records: Vec<HashRef> = results.iter().map(|r| r.record).collect();
 
         // The tail: its own budget, whatever is left of the caller's.
         let tail_started = Instant::now();
@@ -137,20 +152,15 @@ impl Coordinator {
         let tail = async {
             let finish_output = if plan.finish {
                 let timeout = self.limits.finish_phase.min(budget);
+                let input = finish_input(running.input, &results)
+                    .map_err(|e| Refusal::because(FailureCode::ExecutionFailed, e))?;
                 let span = tracing::info_span!("finish");
                 let raw = tracing::Instrument::instrument(
-                    pure::run(
-                        &*self.runner,
-                        &source,
-                        &finish_input(running.input, &results).map_err(|e| e.to_string())?,
-                        timeout,
-                        self.limits.max_output,
-                    ),
+                    pure::run(&*self.runner, &source, &input, timeout, self.limits.max_output),
                     span,
                 )
-                .await
-                .map_err(|refusal| refusal.cause.unwrap_or(refusal.failure.message))?;
-                Some(admit_finish(&raw).map_err(|e| e.to_string())?)
+                .await?;
+                Some(admit_finish(&raw).map_err(|e| Refusal::because(FailureCode::ExecutionFailed, e))?)
             } else {
                 None
             };
@@ -159,45 +169,49 @@ impl Coordinator {
             let produced = Produced {
                 input: running.input.to_vec(),
                 output,
-                effects: Some(Effects {
-                    plan: plan.canonical.clone(),
-                    records: record_objects.clone(),
-                    outcomes: pending.clone(),
-                }),
+                effects: Some(Effects { plan: plan.canonical.clone(), effects: unsettled.for_commit() }),
             };
             let remaining = budget.saturating_sub(tail_started.elapsed());
-            self.commit(running, produced, now, remaining)
-                .await
-                .map_err(|refusal| refusal.cause.unwrap_or_else(|| refusal.failure.code.as_str().to_owned()))
+            self.commit(running, produced, now, remaining).await
         };
         match tail.await {
-            Ok(invoked) => Ok(invoked),
-            Err(cause) => {
-                let cause = self.settle(&pending, cause).await;
-                Err(unrecorded(records, cause))
+            // The commit carried the outcomes and is durable.
+            Ok(invoked) if !invoked.reconciled => {
+                unsettled.committed();
+                Ok(invoked)
             }
+            // Another attempt committed this call, without these outcomes.
+            Ok(invoked) => {
+                let records = unsettled.records();
+                match unsettled.settle(&self.store, self.limits.post_effect).await {
+                    Ok(()) => Ok(invoked),
+                    Err(failed) => Err(unrecorded(records, failed)),
+                }
+            }
+            Err(refusal) => Err(self.unrecorded(unsettled, refusal.cause.unwrap_or(refusal.failure.message)).await),
         }
     }
 
-    /// Makes the outcomes of effects that ran durable when the call will not commit them,
-    /// before anyone is told; returns `cause` with any write that failed added.
-    async fn settle(&self, pending: &[PendingOutcome], cause: String) -> String {
-        let mut cause = cause;
-        for outcome in pending {
-            if let Err(error) = broker::record_outcome(&self.store, outcome, self.limits.post_effect).await {
-                cause = format!("{cause}; {error}");
-            }
+    /// The answer of a call that will not commit the effects that ran: their outcomes are
+    /// written first, then EffectsUnrecorded names the records. `cause` (with any write that
+    /// failed) is for the core's log.
+    async fn unrecorded(&self, unsettled: Unsettled, cause: String) -> Refusal {
+        let records = unsettled.records();
+        match unsettled.settle(&self.store, self.limits.post_effect).await {
+            Ok(()) => unrecorded(records, cause),
+            Err(failed) => unrecorded(records, format!("{cause}; {failed}")),
         }
-        cause
     }
 }
 
+/// The call's output; one that is not an object is refused.
 fn compose(
     plan: &AdmittedPlan,
     plan_ref: &HashRef,
     results: &[EffectResult],
     finish_output: Option<&[u8]>,
     max_output: usize,
-) -> Result<Vec<u8>, String> {
-    compose_output(plan, plan_ref, results, finish_output, max_output).map_err(|e| e.to_string())
+) -> Result<Vec<u8>, Refusal> {
+    compose_output(plan, plan_ref, results, finish_output, max_output)
+        .map_err(|e| Refusal::because(FailureCode::OutputNotObject, e))
 }

@@ -1,20 +1,16 @@
-//! The effect journal.
-//!
-//! An effect's intent is durable before its handler runs and is the debit of its budget;
-//! its outcome and record are durable before anyone is told anything. Ordinals are gapless
-//! per episode because they are assigned inside the store's write transaction.
+//! The effect journal: intents (staged in the writer's batch, `batch`), outcomes, receipts
+//! and each episode's spend. The order these writes must keep is the broker's rule
+//! (`effects::broker`). Ordinals are gapless per episode because they are assigned inside
+//! the store's write transaction.
 
 use sqlx::Row;
 use world_model::AccessTriple;
 
 use std::collections::{BTreeMap, HashMap};
 
-use tokio::sync::oneshot;
-
-use super::commit::{Queued, QueuedIntent, on_writer};
 use super::journal;
 use super::script::Script;
-use super::tx::Tx;
+use super::tx::{Tx, on_writer};
 use super::{Columns, Store, StoreError, StoredObject, insert_objects};
 
 /// Effect ids live in their own journal namespace: `effect:<episode>:<ordinal>`.
@@ -47,31 +43,6 @@ impl Store {
         }
         let rows = sqlx::query(SQL).bind(episode).fetch_all(&self.pool).await?;
         rows.iter().map(|row| decode(row)).collect()
-    }
-
-    /// Appends the next effect intent of `episode` with its request object: the ordinal is
-    /// one past the episode's last, assigned in the writer's transaction (shared with the
-    /// commits and intents queued beside it), and `intent` builds the intent object once it
-    /// is known. Returns the ordinal and the intent's object once both are durable.
-    pub async fn append_effect_intent(
-        &self,
-        episode: &str,
-        call_id: &str,
-        requirement: &AccessTriple,
-        request: &StoredObject,
-        intent: impl FnOnce(i64) -> StoredObject + Send + 'static,
-    ) -> Result<(i64, StoredObject), StoreError> {
-        request.verify("request")?;
-        let (reply, answer) = oneshot::channel();
-        let intent = NewIntent {
-            episode: episode.to_owned(),
-            call_id: call_id.to_owned(),
-            requirement: requirement.clone(),
-            request: request.clone(),
-            build: Box::new(intent),
-        };
-        self.enqueue(Queued::Intent(QueuedIntent { intent, reply }));
-        answer.await.map_err(|_| StoreError::Uncertain("the write task ended abnormally".into()))?
     }
 
     /// Writes an effect's outcome with the objects it names (result, record), in one
@@ -126,7 +97,8 @@ impl Store {
         }
     }
 
-    /// Stores objects of `episode` outside any commit (a denial's record), each verified first.
+    /// Stores objects of `episode` outside any commit (the records of denied effects of a call
+    /// that does not commit), each verified first.
     pub async fn put_objects(&self, episode: &str, objects: &[&StoredObject]) -> Result<(), StoreError> {
         let mut verified = Vec::with_capacity(objects.len());
         for (i, object) in objects.iter().copied().enumerate() {
@@ -187,6 +159,26 @@ pub(super) struct NewIntent {
     requirement: AccessTriple,
     request: StoredObject,
     build: Box<dyn FnOnce(i64) -> StoredObject + Send>,
+}
+
+impl NewIntent {
+    /// The intent of `call_id`'s effect `requirement` with its request object; `build` makes
+    /// the intent object once the ordinal is known.
+    pub(super) fn new(
+        episode: &str,
+        call_id: &str,
+        requirement: &AccessTriple,
+        request: &StoredObject,
+        build: impl FnOnce(i64) -> StoredObject + Send + 'static,
+    ) -> Self {
+        Self {
+            episode: episode.to_owned(),
+            call_id: call_id.to_owned(),
+            requirement: requirement.clone(),
+            request: request.clone(),
+            build: Box::new(build),
+        }
+    }
 }
 
 /// An intent given its ordinal inside a write transaction, to be written with its batch.

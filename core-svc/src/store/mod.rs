@@ -1,11 +1,13 @@
 //! The world store: objects, worlds, the log and heads (`objects`), the commit journal
-//! (`journal`, `commit`), the effect journal (`effects`), sessions, invocation claims and
-//! episode leases (`leases`), which core is alive (`liveness`), OAuth sign-in's clients, approvals and
-//! refresh tokens (`oauth`), behind one API over two backends (SQLite in WAL mode, or
-//! PostgreSQL); `tx` is the one write transaction over both. Every guard that matters for correctness is enforced inside a
-//! database transaction, never in process memory, so several cores and CLIs
-//! can share one store.
+//! (`journal`, `commit`), the effect journal (`effects`), the writer's queue that commits and
+//! effect intents share (`batch`), sessions, invocation claims and episode leases (`leases`),
+//! which core is alive (`liveness`), OAuth sign-in's clients, approvals and refresh tokens
+//! (`oauth`), behind one API over two backends (SQLite in WAL mode, or PostgreSQL); `tx` is
+//! the one write transaction over both. Every guard that matters for correctness is enforced
+//! inside a database transaction, never in process memory, so several cores and CLIs can
+//! share one store.
 
+mod batch;
 mod commit;
 mod direct;
 mod effects;
@@ -92,8 +94,9 @@ pub struct Store {
     /// lock over the moment it is free. The database lock still decides everything: other
     /// processes and cores wait on it as before.
     writers: Arc<Mutex<()>>,
-    /// Commits waiting for the writer turn; whoever gets it next commits them together.
-    pending: commit::Pending,
+    /// Commits and effect intents waiting for the writer turn; whoever gets it next writes
+    /// them together.
+    pending: batch::Pending,
     /// SQLite only: the connections the session read and commit batches run on.
     direct: Option<Arc<Direct>>,
     /// `<core>/<incarnation>`: how this process names itself in the claims, leases and

@@ -1,6 +1,7 @@
 //! The store's write transaction: one type over a pooled sqlx transaction and SQLite's
 //! direct writer connection, so every multi-statement write (commit batches, the effect
-//! journal) runs the same on both backends and skips sqlx's worker hand-offs on SQLite.
+//! journal) runs the same on both backends and skips sqlx's worker hand-offs on SQLite;
+//! and the commit thread those transactions run on.
 
 use std::collections::HashMap;
 
@@ -122,4 +123,28 @@ impl Tx<'_> {
             Tx::Direct { tx, .. } => tx.commit(),
         }
     }
+}
+
+/// Runs `work` (a write transaction) on the commit thread and waits for it: on SQLite the
+/// direct connection's statements and fsync then never block an async worker.
+pub(super) async fn on_writer<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
+) -> Result<T, StoreError> {
+    committer().spawn(work).await.map_err(|e| StoreError::Uncertain(format!("the write task ended abnormally: {e}")))?
+}
+
+/// The thread commits run on, with its own runtime: a commit's many short waits on the
+/// database are then answered at once, not after every other task the core has queued.
+pub(super) fn committer() -> &'static tokio::runtime::Handle {
+    static COMMITTER: std::sync::OnceLock<tokio::runtime::Handle> = std::sync::OnceLock::new();
+    COMMITTER.get_or_init(|| {
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().expect("the commit runtime starts");
+        let handle = runtime.handle().clone();
+        std::thread::Builder::new()
+            .name("world-commit".into())
+            .spawn(move || runtime.block_on(std::future::pending::<()>()))
+            .expect("the commit thread starts");
+        handle
+    })
 }
