@@ -18,11 +18,7 @@ use world_model::{
 use super::commit_plan::{Effects, Produced};
 use super::refusal::{self, Refusal, unrecorded};
 use super::{Coordinator, Invoked, Running, pure};
-<<<<<<< HEAD
-use crate::effects::broker::{self, EffectCall, PendingOutcome};
-=======
-use crate::effects::broker::{self, DispatchError, EffectCall, ForCommit, Unsettled};
->>>>>>> m3-outcome
+use crate::effects::broker::{self, EffectCall, ForCommit, Unsettled};
 use crate::session::now_unix;
 
 impl Coordinator {
@@ -117,32 +113,11 @@ impl Coordinator {
             let dispatched =
                 tracing::Instrument::instrument(broker::dispatch(&mut ledger, &mut unsettled, call), span).await;
             match dispatched {
-<<<<<<< HEAD
-                Ok(done) => {
-                    results.push(EffectResult {
-                        id: planned.id.clone(),
-                        effect: planned.requirement.effect.clone(),
-                        status: done.status,
-                        record: done.record.hash,
-                        output: done.output,
-                        denial: done.denial,
-                    });
-                    record_objects.push(done.record);
-                    pending.extend(done.pending);
-                }
-                Err(error) => {
-                    let cause = refusal::dispatch_failure(error, !pending.is_empty())?;
-                    let records = results.iter().map(|r| r.record).collect();
-                    let cause = self.settle(&pending, cause).await;
-                    return Err(unrecorded(records, cause));
-                }
-=======
                 Ok(result) => results.push(result),
-                Err(DispatchError::NotRun(cause)) if !unsettled.any_ran() => {
-                    return Err(Refusal::because(FailureCode::Unavailable, cause));
+                Err(error) => {
+                    let cause = refusal::dispatch_failure(error, unsettled.any_ran())?;
+                    return Err(self.unrecorded(unsettled, cause).await);
                 }
-                Err(error) => return Err(self.unrecorded(unsettled, error.to_string()).await),
->>>>>>> m3-outcome
             }
         }
 

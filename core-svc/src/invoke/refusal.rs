@@ -339,7 +339,7 @@ mod tests {
             (FailureCode::Unavailable, Some("effect intent: x"))
         );
         assert_eq!(dispatch_failure(not_run(), true).unwrap(), not_run().to_string());
-        let ran = DispatchError::Unrecorded { effect_id: "e".into(), records: Vec::new(), cause: "lost".into() };
+        let ran = DispatchError::Unrecorded { effect_id: "e".into(), cause: "lost".into() };
         assert!(dispatch_failure(ran, false).unwrap().contains("lost"));
         let record = HashRef::of(b"record");
         let unrecorded = unrecorded(vec![record], "lost".into());
