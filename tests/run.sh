@@ -3,7 +3,8 @@
 #
 #   * checks formatting and lints (cargo fmt --check, clippy with warnings as errors) and that
 #     every crate uses each dependency it lists (cargo machete);
-#   * builds the binaries the end-to-end tests start and runs every test;
+#   * builds the binaries the end-to-end tests start and runs every test, then the capsule
+#     tests once more with spawned (not forked) interpreter runs;
 #   * builds the release binaries and runs the compose suite (deploy/test-compose.sh: Docker
 #     images built here, core + three edges + proxy + a local OTLP receiver).
 #
@@ -244,6 +245,12 @@ cargo build -p world-core --features fault-points --bin world-core-faults
 cargo nextest run --workspace --no-fail-fast "$@"
 
 if [ -n "$whole" ]; then
+    # Interpreter runs are forked from the interpreter's fork server by default; the tests that
+    # run transitions in the capsule run once more with each run spawned.
+    say "running the capsule tests again with spawned interpreter runs"
+    WORLD_INTERPRETER_RUNS=spawned cargo nextest run --workspace --no-fail-fast -E \
+        'binary(invoke_grpc) | binary(mcp) | binary(a2a) | binary(effects) | binary(coding_tools) | binary(reference_tools)'
+
     say "building the release binaries and running the compose suite"
     cargo build --release --workspace --bins
     deploy/test-compose.sh

@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::io::Write as _;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -19,6 +19,7 @@ use tracing::Instrument as _;
 use world_model::HashRef;
 
 use crate::archive::Interpreter;
+use crate::fork_server::Forks;
 use crate::limits::CAPTURED_OUTPUT;
 use crate::scratch;
 use crate::subprocess::{self, Finished, RunError, Slots, Spawn};
@@ -84,6 +85,11 @@ impl VerifiedInterpreter {
         let file = File::open(&interpreter.path).map_err(|e| integrity(e.to_string()))?;
         let verified = verify(&file, &interpreter.reference).map_err(integrity)?;
         Ok(Self { interpreter, file, verified: Mutex::new(verified) })
+    }
+
+    /// The open, verified file (what runs are executed from).
+    pub fn file(&self) -> &File {
+        &self.file
     }
 
     /// Re-hashes only when the open file's stamp changed since the last check.
@@ -219,34 +225,45 @@ fn usable_memory_dir(dir: &Path) -> bool {
     memory && rustix::fs::access(dir, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK).is_ok()
 }
 
-/// Runs `source` with `input` (the text `main` receives) within `timeout`, in a root made in
-/// `roots`.
-pub async fn run(
-    interpreter: &VerifiedInterpreter,
-    roots: &Path,
-    source: &[u8],
-    input: &str,
-    slots: &Slots,
-    timeout: Duration,
-) -> Result<Finished, CapsuleError> {
-    let slot = slots.try_take()?;
-    interpreter.ensure_verified()?;
-    let args = serde_json::to_vec(input).map_err(|e| CapsuleError::Root(e.to_string()))?;
-    let root =
-        Root::stage_in(roots, scratch::CAPSULE, source, Some(&args)).map_err(|e| CapsuleError::Root(e.to_string()))?;
-    let spawn = environment(&root.path)
-        .into_iter()
-        .fold(Spawn::executing(&interpreter.file, &root.path).args(ARGV), |spawn, (key, value)| spawn.env(key, value));
-    let span = tracing::info_span!(
-        "capsule.run",
-        "world.interpreter.ref" = %interpreter.interpreter.reference,
-        process.exit.code = tracing::field::Empty,
-    );
-    let finished = subprocess::run(spawn, slot, timeout, CAPTURED_OUTPUT).instrument(span.clone()).await?;
-    if let Some(code) = finished.status.code() {
-        span.record("process.exit.code", code);
+impl Capsule {
+    /// Runs `source` with `input` (the text `main` receives) within `timeout`, in a fresh root:
+    /// forked from the interpreter's fork server when there is one, else spawned.
+    pub async fn execute(&self, source: &[u8], input: &str, timeout: Duration) -> Result<Finished, CapsuleError> {
+        let slot = self.slots.try_take()?;
+        let interpreter = &self.interpreter;
+        interpreter.ensure_verified()?;
+        let args = serde_json::to_vec(input).map_err(|e| CapsuleError::Root(e.to_string()))?;
+        let root = Root::stage_in(&self.roots, scratch::CAPSULE, source, Some(&args))
+            .map_err(|e| CapsuleError::Root(e.to_string()))?;
+        let environment = environment(&root.path);
+        let span = tracing::info_span!(
+            "capsule.run",
+            "world.interpreter.ref" = %interpreter.interpreter.reference,
+            process.exit.code = tracing::field::Empty,
+        );
+        let server = match &self.forks {
+            Some(forks) => forks.server(&interpreter.file).await,
+            None => None,
+        };
+        let finished = match server {
+            Some(server) => {
+                let run = server.run(&ARGV, &environment, root.root.as_fd(), slot, timeout, CAPTURED_OUTPUT);
+                run.instrument(span.clone()).await?
+            }
+            None => {
+                let spawn = environment
+                    .into_iter()
+                    .fold(Spawn::executing(&interpreter.file, &root.path).args(ARGV), |spawn, (key, value)| {
+                        spawn.env(key, value)
+                    });
+                subprocess::run(spawn, slot, timeout, CAPTURED_OUTPUT).instrument(span.clone()).await?
+            }
+        };
+        if let Some(code) = finished.status.code() {
+            span.record("process.exit.code", code);
+        }
+        Ok(finished)
     }
-    Ok(finished)
 }
 
 /// What runs a transition: the seam between the invocation rules and the interpreter, so
@@ -271,6 +288,8 @@ pub struct Capsule {
     pub slots: Slots,
     /// Where each run's root is made ([`roots_dir`]).
     pub roots: PathBuf,
+    /// The interpreter's fork server, when runs are forked.
+    pub forks: Option<Forks>,
 }
 
 impl Runner for Capsule {
@@ -288,7 +307,7 @@ impl Runner for Capsule {
         input: &'a str,
         timeout: Duration,
     ) -> futures::future::BoxFuture<'a, Result<Finished, CapsuleError>> {
-        Box::pin(run(&self.interpreter, &self.roots, source, input, &self.slots, timeout))
+        Box::pin(self.execute(source, input, timeout))
     }
 }
 

@@ -8,7 +8,8 @@
 //!   from the store ([`session`]) and the transition surface its grants open (`surface.rs`,
 //!   read through [`registry`]).
 //! * **Invocation** ([`invoke`]): validate, claim, reconcile, bind, verify, execute in the
-//!   pinned interpreter's capsule ([`capsule`], [`subprocess`]), commit. Every refusal is
+//!   pinned interpreter's capsule ([`capsule`]; runs forked from the interpreter's
+//!   [`fork_server`], or spawned by [`subprocess`]), commit. Every refusal is
 //!   classified in `invoke/refusal.rs`.
 //! * **Effects** ([`effects`]): the broker's grant law and durable intent, the confined
 //!   handlers, and recovery of intents a previous run left pending.
@@ -28,6 +29,7 @@ pub(crate) mod calls;
 pub mod capsule;
 pub mod effects;
 pub(crate) mod fault;
+pub mod fork_server;
 #[cfg(test)]
 mod fuzzing;
 pub mod genesis;

@@ -95,9 +95,11 @@ impl Slots {
 }
 
 /// What to run: a program, its arguments, its working directory and its whole
-/// environment (empty unless the caller adds to it). Stdin is `/dev/null`.
+/// environment (empty unless the caller adds to it). Stdin is `/dev/null` unless given.
 pub struct Spawn {
     program: PathBuf,
+    /// The child's stdin, when not `/dev/null`; kept open by the caller until started.
+    stdin: Option<RawFd>,
     /// The open file `program` names (`/proc/self/fd/N`), kept open in the child until execve.
     program_fd: Option<RawFd>,
     args: Vec<OsString>,
@@ -107,7 +109,14 @@ pub struct Spawn {
 
 impl Spawn {
     pub fn new(program: impl Into<PathBuf>, cwd: impl Into<PathBuf>) -> Self {
-        Self { program: program.into(), program_fd: None, args: Vec::new(), cwd: cwd.into(), env: Vec::new() }
+        Self {
+            program: program.into(),
+            stdin: None,
+            program_fd: None,
+            args: Vec::new(),
+            cwd: cwd.into(),
+            env: Vec::new(),
+        }
     }
 
     /// Executes exactly the open `file` (through `/proc/self/fd/N`), whatever its path now names.
@@ -122,6 +131,12 @@ impl Spawn {
         S: AsRef<OsStr>,
     {
         self.args.extend(args.into_iter().map(|arg| arg.as_ref().to_owned()));
+        self
+    }
+
+    /// Gives the child `fd` as its stdin.
+    pub(crate) fn stdin(mut self, fd: &impl AsRawFd) -> Self {
+        self.stdin = Some(fd.as_raw_fd());
         self
     }
 
@@ -146,11 +161,29 @@ impl Spawn {
 /// Runs `spawn` to completion within `timeout`, capturing at most `cap`
 /// bytes of each stream. The slot is released when the child has been reaped.
 pub async fn run(spawn: Spawn, _slot: Slot, timeout: Duration, cap: usize) -> Result<Finished, RunError> {
-    let program = spawn.program.display().to_string();
-    let spawn_error = |cause: std::io::Error| RunError::Spawn { program: program.clone(), cause: cause.to_string() };
-    let mut child = start(&spawn).map_err(spawn_error)?;
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
+    let mut child = start(&spawn)
+        .map_err(|cause| RunError::Spawn { program: spawn.program.display().to_string(), cause: cause.to_string() })?;
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    supervise(&mut child, stdout, stderr, timeout, cap).await
+}
+
+/// A started run the supervisor can end and wait for.
+pub(crate) trait Running {
+    /// Kills the run's process group now, if it has not been reaped.
+    fn kill_group(&self);
+    /// The run's exit status once it has been reaped.
+    fn wait(&mut self) -> impl Future<Output = std::io::Result<std::process::ExitStatus>> + Send;
+}
+
+/// Reads both streams of `child` (at most `cap` bytes each) and waits for it, within
+/// `timeout`; past either, its group is killed.
+pub(crate) async fn supervise<R: Running>(
+    child: &mut R,
+    stdout: Option<pipe::Receiver>,
+    stderr: Option<pipe::Receiver>,
+    timeout: Duration,
+    cap: usize,
+) -> Result<Finished, RunError> {
     let work = async {
         let kill = || child.kill_group();
         let (out, err) = tokio::join!(read_capped(stdout, cap, &kill), read_capped(stderr, cap, &kill));
@@ -191,14 +224,20 @@ async fn read_capped<R: AsyncRead + Unpin>(stream: Option<R>, cap: usize, kill: 
 /// A started child: its pid (leader of its own process group), a pidfd that
 /// becomes readable when it exits, and the read ends of its output pipes.
 /// Dropped unreaped, it kills the group and reaps it in the background.
-struct Child {
+pub(crate) struct Child {
     pid: libc::pid_t,
     exited: Option<AsyncFd<OwnedFd>>,
-    stdout: Option<pipe::Receiver>,
-    stderr: Option<pipe::Receiver>,
+    pub(crate) stdout: Option<pipe::Receiver>,
+    pub(crate) stderr: Option<pipe::Receiver>,
 }
 
 impl Child {
+    pub(crate) fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+}
+
+impl Running for Child {
     fn kill_group(&self) {
         if self.exited.is_some() {
             // SAFETY: signals the process group this unreaped child leads.
@@ -273,7 +312,7 @@ fn cstring(bytes: &[u8]) -> std::io::Result<CString> {
     CString::new(bytes).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL byte in an argument"))
 }
 
-fn owned_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn owned_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills both descriptors on success, which we then own.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -283,7 +322,7 @@ fn owned_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-fn receiver(read_end: OwnedFd) -> std::io::Result<pipe::Receiver> {
+pub(crate) fn receiver(read_end: OwnedFd) -> std::io::Result<pipe::Receiver> {
     // SAFETY: sets a status flag on a descriptor we own.
     if unsafe { libc::fcntl(read_end.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
         return Err(std::io::Error::last_os_error());
@@ -302,7 +341,7 @@ fn dev_null() -> std::io::Result<RawFd> {
 
 const CHILD_STACK: usize = 64 * 1024;
 
-fn start(spawn: &Spawn) -> std::io::Result<Child> {
+pub(crate) fn start(spawn: &Spawn) -> std::io::Result<Child> {
     let path = cstring(spawn.program.as_os_str().as_bytes())?;
     let args = std::iter::once(spawn.program.as_os_str())
         .chain(spawn.args.iter().map(OsString::as_os_str))
@@ -320,7 +359,10 @@ fn start(spawn: &Spawn) -> std::io::Result<Child> {
         argv: args.iter().map(|arg| arg.as_ptr()).chain(std::iter::once(std::ptr::null())).collect(),
         envp: env.iter().map(|pair| pair.as_ptr()).chain(std::iter::once(std::ptr::null())).collect(),
         cwd: cstring(spawn.cwd.as_os_str().as_bytes())?,
-        stdin: dev_null()?,
+        stdin: match spawn.stdin {
+            Some(fd) => fd,
+            None => dev_null()?,
+        },
         stdout: stdout_write.as_raw_fd(),
         stderr: stderr_write.as_raw_fd(),
         program_fd: spawn.program_fd.unwrap_or(-1),

@@ -249,7 +249,7 @@ async fn a_call_beyond_the_subprocess_slots_is_refused_not_queued() {
     });
     // The slow call holds the one slot once its interpreter runs.
     let waited = std::time::Instant::now();
-    while children_of(core.pid()).is_empty() {
+    while capsule_run(core.pid()).is_none() {
         assert!(waited.elapsed() < std::time::Duration::from_secs(10), "the slow call never started");
         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
@@ -261,34 +261,55 @@ async fn a_call_beyond_the_subprocess_slots_is_refused_not_queued() {
     invoked(invoke(&mut quick_client, &token, "quick-1", r#"{"a":1}"#).await);
 }
 
-/// The live (not zombie) children of `parent`, from /proc.
-fn children_of(parent: i32) -> Vec<i32> {
-    let mut children = Vec::new();
+/// A field of `/proc/<pid>/status` (`"PPid:"`, say), trimmed.
+fn status_field(pid: i32, name: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_owned())
+}
+
+/// The live (not zombie) descendants of `ancestor`, from /proc.
+fn descendants_of(ancestor: i32) -> Vec<i32> {
+    let mut parents = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { continue };
-        let field = |name: &str| {
-            status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_owned()).unwrap_or_default()
-        };
-        if field("PPid:") == parent.to_string() && !field("State:").starts_with('Z') {
-            children.push(pid);
+        let live = status_field(pid, "State:").is_some_and(|state| !state.starts_with('Z'));
+        if let Some(parent) = status_field(pid, "PPid:").and_then(|p| p.parse::<i32>().ok())
+            && live
+        {
+            parents.push((pid, parent));
         }
     }
-    children
+    let mut found = vec![ancestor];
+    let mut next = 0;
+    while next < found.len() {
+        let parent = found[next];
+        found.extend(parents.iter().filter(|(_, p)| *p == parent).map(|(pid, _)| *pid));
+        next += 1;
+    }
+    found.split_off(1)
 }
 
 fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .is_ok_and(|s| s.lines().any(|l| l.starts_with("State:") && !l.contains('Z')))
+    status_field(pid, "State:").is_some_and(|state| !state.starts_with('Z'))
 }
 
-/// A core killed outright (no destructor runs) takes its interpreter runs with it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_interpreter_outlives_a_killed_core() {
+/// The interpreter run below `core` (forked or spawned), found by its working directory: a
+/// capsule root.
+fn capsule_run(core: i32) -> Option<(i32, std::path::PathBuf)> {
+    descendants_of(core).into_iter().find_map(|pid| {
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+        let name = cwd.file_name()?.to_string_lossy().into_owned();
+        name.starts_with(world_core::scratch::CAPSULE).then_some((pid, cwd))
+    })
+}
+
+/// A world whose core is running the spin transition (for as long as its deadline allows),
+/// and the run's pid and capsule root.
+async fn spinning(core_args: &[&str]) -> (World, tokio::task::JoinHandle<()>, i32, std::path::PathBuf) {
     let world = World::published(
         &world_tests::fixture("invoke/transitions.json"),
         10,
-        world_tests::Setup { genesis: true, interpreter: true, ..Default::default() },
+        world_tests::Setup { genesis: true, interpreter: true, core_args, ..Default::default() },
     );
     let token = world.mint("ep1", &["world.apply=world:10"], 3600);
     let mut client = client(&world).await;
@@ -302,18 +323,24 @@ async fn no_interpreter_outlives_a_killed_core() {
             ..Default::default()
         });
         request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
-        client.invoke(request).await
+        let _ = client.invoke(request).await;
     });
-    let core_pid = world.core.pid();
-    let mut runs = Vec::new();
-    for _ in 0..50 {
-        runs = children_of(core_pid);
-        if !runs.is_empty() {
-            break;
+    for _ in 0..100 {
+        if let Some((pid, root)) = capsule_run(world.core.pid()) {
+            return (world, spin, pid, root);
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    assert!(!runs.is_empty(), "the spin transition never started an interpreter");
+    panic!("the spin transition never started an interpreter run");
+}
+
+/// A core killed outright (no destructor runs) takes its interpreter runs with it, and the
+/// fork server they were forked from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_interpreter_outlives_a_killed_core() {
+    let (world, spin, _, _) = spinning(&[]).await;
+    let core_pid = world.core.pid();
+    let runs = descendants_of(core_pid);
     // SAFETY: signals the core process we started.
     unsafe { libc::kill(core_pid, libc::SIGKILL) };
     let _ = spin.await;
@@ -323,5 +350,63 @@ async fn no_interpreter_outlives_a_killed_core() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    panic!("interpreter runs {runs:?} outlived their killed core");
+    panic!("interpreter processes {runs:?} outlived their killed core");
+}
+
+/// However it was started (`WORLD_INTERPRETER_RUNS`), a run leads its own process group at
+/// the lowered priority, dies with its parent, starts in its capsule root and holds no
+/// descriptor but stdin (`/dev/null`) and its two output pipes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_prepared_alike_forked_or_spawned() {
+    let (world, _spin, pid, root) = spinning(&[]).await;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Past the command's closing parenthesis: state, ppid, pgrp, session, …, nice (the 17th).
+    let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    assert_eq!(fields[2], pid.to_string(), "the run leads its own process group: {stat}");
+    assert_eq!(fields[16], "10", "the run's priority is lowered: {stat}");
+    let mut fds: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    fds.sort();
+    assert_eq!(fds, ["0", "1", "2"], "the run holds stdio only");
+    assert_eq!(std::fs::read_link(format!("/proc/{pid}/fd/0")).unwrap(), std::path::Path::new("/dev/null"));
+    for fd in [1, 2] {
+        let target = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).unwrap();
+        assert!(target.to_string_lossy().starts_with("pipe:"), "fd {fd} is {target:?}");
+    }
+    assert!(root.join("host/capsule/main.ail").is_file(), "the run starts in its capsule root");
+    // Spawned by the core, or forked by the core's fork server.
+    let parent: i32 = status_field(pid, "PPid:").unwrap().parse().unwrap();
+    let core = world.core.pid();
+    let forked = std::fs::read(format!("/proc/{parent}/cmdline")).is_ok_and(|cmd| cmd.ends_with(b"fork-server\0"));
+    assert!(parent == core || (forked && status_field(parent, "PPid:") == Some(core.to_string())), "parent {parent}");
+}
+
+/// A fork server that dies is started again for the next run; the runs go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_fork_server_is_started_again() {
+    let world = World::published(
+        &world_tests::fixture("invoke/transitions.json"),
+        10,
+        world_tests::Setup { core_args: &["--interpreter-runs", "forked"], ..Default::default() },
+    );
+    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let mut client = client(&world).await;
+    let server = || {
+        descendants_of(world.core.pid())
+            .into_iter()
+            .find(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmd| cmd.ends_with(b"fork-server\0")))
+    };
+    invoked(invoke(&mut client, &token, "before", r#"{"a":1}"#).await);
+    let first = server().expect("the core runs a fork server");
+    // SAFETY: signals a process this test's core started.
+    unsafe { libc::kill(first, libc::SIGKILL) };
+    while alive(first) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    invoked(invoke(&mut client, &token, "after", r#"{"a":2}"#).await);
+    let second = server().expect("a fork server was started again");
+    assert_ne!(first, second);
 }

@@ -8,6 +8,7 @@ use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 use world_core::archive::{Archive, Interpreter};
 use world_core::capsule::{Capsule, VerifiedInterpreter};
+use world_core::fork_server::{Forks, RunMode};
 use world_core::limits::{self, Limits, STORE_GONE_GRACE};
 use world_core::store::{
     Backend, Liveness, LockMode, OpenMode, ServingLock, Store, StoreFiles, StoreLocation, WATCH_INTERVAL,
@@ -50,6 +51,10 @@ pub struct ServeArgs {
     /// memory-backed, else /dev/shm when it is, else the temporary directory).
     #[arg(long, env = "WORLD_CAPSULE_DIR")]
     capsule_dir: Option<PathBuf>,
+    /// How interpreter runs start: `forked` from one started interpreter when it offers a
+    /// fork server (else spawned), or `spawned`, a new process per run.
+    #[arg(long, env = "WORLD_INTERPRETER_RUNS", value_enum, default_value_t = RunMode::Forked)]
+    interpreter_runs: RunMode,
     #[command(flatten)]
     limits: LimitArgs,
     /// This core's identity among the cores of one store (default `<hostname>:<listen
@@ -133,6 +138,7 @@ pub async fn run(args: ServeArgs) -> Outcome {
         tool_ailang_bin: args.tool_ailang_bin.as_deref(),
         examples_dir: args.examples_dir.as_deref(),
         capsule_dir: args.capsule_dir.as_deref(),
+        interpreter_runs: args.interpreter_runs,
         limits: args.limits,
     };
     let core = build_core(&store, &location, options).await?;
@@ -179,6 +185,7 @@ pub struct CoreOptions<'a> {
     pub tool_ailang_bin: Option<&'a Path>,
     pub examples_dir: Option<&'a Path>,
     pub capsule_dir: Option<&'a Path>,
+    pub interpreter_runs: RunMode,
     pub limits: LimitArgs,
 }
 
@@ -189,8 +196,16 @@ pub async fn build_core(
     location: &StoreLocation,
     options: CoreOptions<'_>,
 ) -> Result<Arc<Core>, Failed> {
-    let CoreOptions { ailang_bin, artifacts, workspace_root, tool_ailang_bin, examples_dir, capsule_dir, limits } =
-        options;
+    let CoreOptions {
+        ailang_bin,
+        artifacts,
+        workspace_root,
+        tool_ailang_bin,
+        examples_dir,
+        capsule_dir,
+        interpreter_runs,
+        limits,
+    } = options;
     let roots = world_core::capsule::roots_dir(capsule_dir);
     remove_leftover_roots(roots.clone()).await;
     recover(store).await?;
@@ -221,7 +236,12 @@ pub async fn build_core(
         }
     };
     tracing::info!(roots = %roots.display(), "capsule roots are made here");
-    let core = Core::with_coordinator(store.clone(), Capsule { interpreter: verified, slots, roots }, limits, effects);
+    let forks = match interpreter_runs {
+        RunMode::Forked => Forks::start(verified.file()).await,
+        RunMode::Spawned => None,
+    };
+    let capsule = Capsule { interpreter: verified, slots, roots, forks };
+    let core = Core::with_coordinator(store.clone(), capsule, limits, effects);
     world_core::effects::recovery::report_pending(&core.store, &core.metrics)
         .await
         .map_err(|e| Failed::fatal(format!("startup failed at recovery: {e}")))?;

@@ -28,6 +28,7 @@ Usage:
   ailang examples list|search <words>|show <name> [--json] [--examples-dir DIR]
   ailang iface <std/module|file.ail> [--json]
   ailang prompt [--json]
+  ailang fork-server
   ailang --version
 
 Commands:
@@ -38,6 +39,8 @@ Commands:
   examples  the examples corpus (AILANG_EXAMPLES or --examples-dir; default: bundled)
   iface     the types and functions a std module or a source file exports
   prompt    a concise guide to writing a transition
+  fork-server  fork a fresh run per request from a host on the socket at stdin
+               (for hosts that run many programs; see src/fork_server.rs)
 
 Flags for run (all flags go before the file):
   --entry NAME               exported function to call (default main)

@@ -13,6 +13,8 @@ pub mod cli;
 pub mod diag;
 pub mod discover;
 pub mod eval;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub mod fork_server;
 pub mod lexer;
 pub mod loader;
 pub mod parser;

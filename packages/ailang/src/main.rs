@@ -15,14 +15,18 @@ use std::io::Write;
 extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
     prepare_process();
     // glibc hands argc/argv to std through `.init_array`, so `std::env::args` works here.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("fork-server") {
+        return ailang::fork_server::serve(run);
+    }
     // After a panic the hook has printed the message; 101 is what std's `main` exits with.
-    std::panic::catch_unwind(run).unwrap_or(101)
+    std::panic::catch_unwind(|| run(args)).unwrap_or(101)
 }
 
 // Test builds keep std's main: the harness provides it.
 #[cfg(any(not(all(target_os = "linux", target_env = "gnu")), test))]
 fn main() {
-    std::process::exit(run());
+    std::process::exit(run(std::env::args().skip(1).collect()));
 }
 
 /// What std's start-up does that the CLI relies on: descriptors 0–2 exist (so a file the
@@ -46,8 +50,8 @@ fn prepare_process() {
     }
 }
 
-fn run() -> i32 {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+/// The CLI on `args` (without the program name), returning the exit code.
+fn run(args: Vec<String>) -> i32 {
     let relax_env = matches!(std::env::var("AILANG_RELAX_MODULES").as_deref(), Ok("1" | "true"));
     let examples_env = std::env::var("AILANG_EXAMPLES").ok().filter(|d| !d.is_empty());
     let outcome = ailang::stack::run_on_big_stack(move || {
