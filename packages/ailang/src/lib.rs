@@ -13,6 +13,7 @@ pub mod cli;
 pub mod diag;
 pub mod discover;
 pub mod eval;
+pub mod float;
 pub mod lexer;
 pub mod loader;
 pub mod parser;
