@@ -8,7 +8,7 @@ use std::time::Duration;
 
 mod common;
 
-use common::fresh_location;
+use common::{both_backends, fresh_location};
 use sqlx::Connection;
 use world_core::genesis::{self, entry_hash, world_ref};
 use world_core::store::{
@@ -61,26 +61,8 @@ async fn head_world(store: &Store) -> Option<WorldRow> {
     store.world(&head).await.expect("world")
 }
 
-macro_rules! suite {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                let (location, _guard) = super::fresh_location("sqlite").await;
-                super::$name(location).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                let (location, _guard) = super::fresh_location("postgres").await;
-                super::$name(location).await;
-            })*
-        }
-    };
-}
-
-suite!(
+both_backends!(
+    fresh_location;
     a_fresh_store_is_created_and_reopens,
     a_store_from_the_future_is_refused_untouched,
     a_version_1_store_is_migrated_in_place,
