@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use world_model::HashRef;
-use world_tests::{Setup, World, fixture, http};
+use world_tests::{Setup, World, a2a_post, fixture, http};
 
 const TRANSITIONS: usize = 10;
 
@@ -22,14 +22,7 @@ struct Answer {
 }
 
 async fn post(world: &World, token: &str, body: impl Into<reqwest::Body>) -> Answer {
-    let response = http()
-        .post(world.url("/a2a/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .expect("a2a request");
+    let response = a2a_post(&http(), &world.url("/a2a/"), token).body(body).send().await.expect("a2a request");
     let status = response.status();
     let connection = response.headers().get("connection").map(|v| v.to_str().unwrap_or("").to_owned());
     Answer { status, connection, body: response.text().await.expect("body") }

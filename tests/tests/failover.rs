@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_client::InvocationClient;
-use world_tests::{World, bin, fixture, http};
+use world_tests::{
+    World, a2a_invoke, a2a_post, bin, faults_core, fixture, http, mcp_answer, mcp_post, scripted_write_args, tasks_send,
+};
 
 /// How an answer to one `tools/call` ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -30,14 +32,7 @@ async fn call_echo(edge: &str, token: &str, n: u64) -> Answer {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{"name":"tools_decho","arguments":{{"n":{n}}}}}}}"#
     );
-    let response = http()
-        .post(format!("{edge}/mcp/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .body(body)
-        .send()
-        .await;
+    let response = mcp_post(&http(), &format!("{edge}/mcp/"), token).body(body).send().await;
     let response = match response {
         Ok(response) => response,
         Err(error) => return Answer::Broken(format!("request: {error}")),
@@ -50,8 +45,7 @@ async fn call_echo(edge: &str, token: &str, n: u64) -> Answer {
     if status != reqwest::StatusCode::OK {
         return Answer::Broken(format!("HTTP {status}: {text}"));
     }
-    let json = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(&text);
-    match serde_json::from_str::<Value>(json) {
+    match serde_json::from_str::<Value>(mcp_answer(&text)) {
         Ok(answer) if answer["result"]["structuredContent"]["echo"]["n"] == n => Answer::Result,
         Ok(answer) if answer["error"]["code"].is_i64() => Answer::Error(answer["error"]["code"].as_i64().unwrap()),
         _ => Answer::Broken(text),
@@ -76,9 +70,7 @@ async fn invocations(metrics: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edge_keeps_serving_while_one_of_two_cores_dies_and_returns() {
-    let admin = std::env::var("WORLD_TEST_POSTGRES_URL")
-        .expect("WORLD_TEST_POSTGRES_URL must name a PostgreSQL server: run tests/run.sh, which starts one");
-    let url = world_tests::fresh_postgres_database(&admin).await;
+    let url = world_tests::fresh_postgres_store().await;
     let dir = tempfile::tempdir().expect("temp dir");
     let artifacts = dir.path().join("artifacts");
     let store = PathBuf::from(&url);
@@ -142,53 +134,19 @@ async fn an_edge_keeps_serving_while_one_of_two_cores_dies_and_returns() {
     all_succeed(&edge, &token, 20, "both cores up again").await;
 }
 
-/// The core build with fault points; `tests/run.sh` builds it.
-fn faults_core() -> PathBuf {
-    let path = bin("world-core").with_file_name("world-core-faults");
-    assert!(
-        path.is_file(),
-        "{} is missing: run tests/run.sh, or cargo build -p world-core --features fault-points --bin world-core-faults",
-        path.display()
-    );
-    path
-}
-
-/// The arguments of `fx.scripted_write` writing `path` in the episode's worktree.
-fn write_args(path: &str) -> Value {
-    json!({"plan":{"plan":"world/effect-plan/v1","finish":false,"result":null,"effects":[
-        {"id":"e1","effect":"Workspace.Write","scope":"worktree","cost":1,
-         "payload":{"op":"write","path":path,"content":"written"}}]}})
-}
-
 /// `fx.scripted_write` of `path` as the A2A task `task`, straight to one core.
 async fn invoke_write(core: &str, token: &str, task: &str, path: &str) -> Result<pb::invoke_reply::Outcome, String> {
     let mut client = InvocationClient::connect(format!("http://{core}")).await.map_err(|e| e.to_string())?;
-    let mut request = tonic::Request::new(pb::InvokeRequest {
-        surface: "a2a".into(),
-        transition_id: "fx.scripted_write".into(),
-        task_id: task.into(),
-        arguments: write_args(path).to_string().into_bytes(),
-        transition_fn: String::new(),
-        mcp_tool: String::new(),
-    });
-    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().expect("metadata"));
+    let request = a2a_invoke(token, "fx.scripted_write", task, scripted_write_args(path).to_string().as_bytes());
     let reply = client.invoke(request).await.map_err(|e| e.to_string())?;
     reply.into_inner().outcome.ok_or_else(|| "no outcome".to_owned())
 }
 
 /// The same task resent through the edge as the seed's `tasks/send`.
 async fn resend_write(edge: &str, token: &str, task: &str, path: &str) -> Value {
-    let body = json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"id":task,
-        "metadata":{"skill_id":"fx.scripted_write"},
-        "message":{"role":"user","parts":[{"type":"data","data":write_args(path)}]}}});
-    let response = http()
-        .post(format!("{edge}/a2a/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("POST /a2a/");
+    let body = tasks_send(task, "fx.scripted_write", scripted_write_args(path));
+    let response =
+        a2a_post(&http(), &format!("{edge}/a2a/"), token).body(body.to_string()).send().await.expect("POST /a2a/");
     response.json().await.expect("a JSON-RPC answer")
 }
 
@@ -222,9 +180,7 @@ fn worktrees(root: &Path, episodes: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_cores_task_ids_resolve_on_the_other_and_its_recovery_names_only_its_own_intents() {
-    let admin = std::env::var("WORLD_TEST_POSTGRES_URL")
-        .expect("WORLD_TEST_POSTGRES_URL must name a PostgreSQL server: run tests/run.sh, which starts one");
-    let url = world_tests::fresh_postgres_database(&admin).await;
+    let url = world_tests::fresh_postgres_store().await;
     let dir = tempfile::tempdir().expect("temp dir");
     let store = PathBuf::from(&url);
     let artifacts = dir.path().join("artifacts");

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use world_tests::{Setup, World, fixture, http};
+use world_tests::{INVOKE_TOOLS, Setup, World, fixture, http};
 
 const TRANSITIONS: usize = 10;
 const JSON: &str = "application/json";
@@ -71,31 +71,34 @@ async fn every_request_requirement_and_error_row() {
     let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let bad = |message: &str, id: &str| format!("{}\n", rpc_error(id, -32600, message));
 
-    // Content-Type, then Accept: both types literally, wildcards do not count.
-    let content_type = "Content-Type must be application/json";
-    for value in [None, Some("text/plain"), Some("application/jsonx")] {
-        let answer = post_with(url, &token, ping, |r| {
-            let r = r.header("Accept", "application/json, text/event-stream");
-            match value {
-                Some(value) => r.header("Content-Type", value),
-                None => r,
-            }
-        })
-        .await;
-        assert_answer(&answer, 400, JSON, &bad(content_type, "1"), &format!("content type {value:?}"));
-    }
-    let accept = "Accept must list both application/json and text/event-stream";
-    for value in [None, Some("application/json"), Some("text/event-stream"), Some("*/*"), Some("application/json, */*")]
-    {
-        let answer = post_with(url, &token, ping, |r| {
-            let r = r.header("Content-Type", "application/json; charset=utf-8");
-            match value {
-                Some(value) => r.header("Accept", value),
-                None => r,
-            }
-        })
-        .await;
-        assert_answer(&answer, 400, JSON, &bad(accept, "1"), &format!("accept {value:?}"));
+    // Content-Type, then Accept (the other header conforming): both types literally, wildcards
+    // do not count.
+    let rows = [
+        (
+            "Content-Type",
+            ("Accept", "application/json, text/event-stream"),
+            &[None, Some("text/plain"), Some("application/jsonx")][..],
+            "Content-Type must be application/json",
+        ),
+        (
+            "Accept",
+            ("Content-Type", "application/json; charset=utf-8"),
+            &[None, Some("application/json"), Some("text/event-stream"), Some("*/*"), Some("application/json, */*")][..],
+            "Accept must list both application/json and text/event-stream",
+        ),
+    ];
+    for (header, (other, valid), values, message) in rows {
+        for value in values {
+            let answer = post_with(url, &token, ping, |r| {
+                let r = r.header(other, valid);
+                match value {
+                    Some(value) => r.header(header, *value),
+                    None => r,
+                }
+            })
+            .await;
+            assert_answer(&answer, 400, JSON, &bad(message, "1"), &format!("{header} {value:?}"));
+        }
     }
     let answer = post_with(url, &token, ping, |r| {
         conforming(r).header("Accept", "text/event-stream").header("Content-Type", "application/json")
@@ -264,19 +267,7 @@ async fn the_methods_answer_with_one_sse_event() {
     let listed: Value = serde_json::from_str(data).unwrap();
     let names: Vec<&str> =
         listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        [
-            "tests_darray",
-            "tests_ddivide",
-            "tests_dintmain",
-            "tests_dnamed",
-            "tests_dnomain",
-            "tests_dspin",
-            "tests_duntyped_uschema",
-            "tools_decho"
-        ]
-    );
+    assert_eq!(names, INVOKE_TOOLS);
     assert!(data.contains(r#"{"name":"tools_decho","description":"quickstart transition: returns its arguments under \"echo\"","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}"#), "{data}");
     assert!(
         data.contains(r#"{"name":"tests_duntyped_uschema","inputSchema":{"properties":{"n":{"type":"integer"}},"type":"object"},"outputSchema":{"type":"object"}}"#),
