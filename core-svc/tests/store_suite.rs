@@ -10,7 +10,7 @@ mod common;
 
 use common::{both_backends, fresh_location};
 use sqlx::Connection;
-use world_core::genesis::{self, entry_hash, world_ref};
+use world_core::genesis::{self, entry_hash};
 use world_core::store::{
     Claim, Commit, FENCE, Liveness, LockError, LockMode, LogEntry, OpenMode, Reader, Receipt, ServingLock, SessionRow,
     Store, StoreError, StoreLocation, StoredObject, WorldRow,
@@ -27,7 +27,7 @@ fn next_commit(head: Option<&WorldRow>, payload: &str, invocation_id: Option<&st
         Some(world) => (world.revision + 1, world.log_head),
         None => (0, HashRef::of(b"")),
     };
-    let mut entry = LogEntry {
+    let entry = LogEntry {
         entry_index: index,
         semantics_epoch: 1,
         transition_fn: object.hash,
@@ -37,13 +37,7 @@ fn next_commit(head: Option<&WorldRow>, payload: &str, invocation_id: Option<&st
         entry_hash: object.hash,
         transition_ref: object.hash,
     };
-    entry.entry_hash = entry_hash(&entry);
-    let next_world = WorldRow {
-        reference: world_ref(index, &object.hash, &entry.entry_hash),
-        revision: index,
-        state_root: object.hash,
-        log_head: entry.entry_hash,
-    };
+    let (entry, next_world) = genesis::seal(entry, object.hash);
     Commit {
         invocation_id: invocation_id.map(str::to_owned),
         episode: None,
@@ -789,10 +783,7 @@ fn call_commit(head: &WorldRow, episode: &str, task: &str, objects: Vec<StoredOb
     let record = StoredObject::new("world/invocation-record/v1", "coordinator:a2a", record.to_string().into_bytes());
     let mut commit = next_commit(Some(head), task, Some(&id));
     commit.entry.transition_ref = record.hash;
-    commit.entry.entry_hash = entry_hash(&commit.entry);
-    commit.next_world.log_head = commit.entry.entry_hash;
-    commit.next_world.reference =
-        world_ref(commit.entry.entry_index, &commit.next_world.state_root, &commit.entry.entry_hash);
+    (commit.entry, commit.next_world) = genesis::seal(commit.entry, commit.next_world.state_root);
     commit.objects.extend(objects);
     commit.objects.push(record);
     commit.episode = Some(Episode::parse(episode).unwrap());

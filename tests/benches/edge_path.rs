@@ -553,7 +553,7 @@ async fn latency(client: &reqwest::Client, world: &World, token: &str, body: &'s
 /// Writes `entries` log entries through the store's commit path, each with an input, an
 /// output and a record object and its journal rows, as a pure call leaves them.
 async fn seed_history(location: &world_core::store::StoreLocation, entries: usize) {
-    use world_core::genesis::{entry_hash, world_ref};
+    use world_core::genesis::seal;
     use world_core::store::{Commit, LogEntry, OpenMode, Planner, Store, StoredObject, WorldRow};
     let store = Store::open(location, OpenMode::MustExist).await.expect("open the store to seed it");
     let started = Instant::now();
@@ -570,9 +570,8 @@ async fn seed_history(location: &world_core::store::StoreLocation, entries: usiz
                         |kind: &str| StoredObject::new(kind, "bench/seed", format!("{{\"n\":{n}}}").into_bytes());
                     let (input, output, record) =
                         (object("bench/input/v1"), object("bench/output/v1"), object("bench/record/v1"));
-                    let index = world.revision + 1;
-                    let mut entry = LogEntry {
-                        entry_index: index,
+                    let entry = LogEntry {
+                        entry_index: world.revision + 1,
                         semantics_epoch: 1,
                         transition_fn: input.hash,
                         interpreter: input.hash,
@@ -581,13 +580,7 @@ async fn seed_history(location: &world_core::store::StoreLocation, entries: usiz
                         entry_hash: record.hash,
                         transition_ref: record.hash,
                     };
-                    entry.entry_hash = entry_hash(&entry);
-                    let next_world = WorldRow {
-                        reference: world_ref(index, &output.hash, &entry.entry_hash),
-                        revision: index,
-                        state_root: output.hash,
-                        log_head: entry.entry_hash,
-                    };
+                    let (entry, next_world) = seal(entry, output.hash);
                     Commit {
                         invocation_id: Some(format!("bench:seed:{n}")),
                         episode: None,
