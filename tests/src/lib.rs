@@ -687,6 +687,44 @@ pub fn mcp_answer(text: &str) -> &str {
     text.lines().find_map(|line| line.strip_prefix("data: ")).unwrap_or(text)
 }
 
+/// How one JSON-RPC call through an edge ended, as the tests that break things under it judge
+/// it: a result or a clean refusal, never a broken answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// The JSON-RPC result.
+    Result(serde_json::Value),
+    /// A JSON-RPC error: a clean refusal (a core was down, say).
+    Refused(i64),
+    /// A transport failure, a status other than 200, a cut reply or a body that is not one
+    /// whole JSON-RPC answer.
+    Broken(String),
+}
+
+/// `body` POSTed to an edge's `/mcp/` or `/a2a/` endpoint `url` with MCP's headers (A2A ignores
+/// `Accept`), and how the call ended.
+pub async fn json_rpc(url: &str, token: &str, body: &serde_json::Value) -> Answer {
+    let response = match mcp_post(&http(), url, token).body(body.to_string()).send().await {
+        Ok(response) => response,
+        Err(error) => return Answer::Broken(format!("request: {error}")),
+    };
+    let status = response.status();
+    let text = match response.text().await {
+        Ok(text) => text,
+        Err(error) => return Answer::Broken(format!("body: {error}")),
+    };
+    if status != reqwest::StatusCode::OK {
+        return Answer::Broken(format!("HTTP {status}: {text}"));
+    }
+    match serde_json::from_str::<serde_json::Value>(mcp_answer(&text)) {
+        Ok(answer) if answer.get("result").is_some() => Answer::Result(answer["result"].clone()),
+        Ok(answer) => match answer["error"]["code"].as_i64() {
+            Some(code) => Answer::Refused(code),
+            None => Answer::Broken(text),
+        },
+        Err(_) => Answer::Broken(text),
+    }
+}
+
 /// A POST to an A2A endpoint with `token` as its bearer credential and a JSON body.
 pub fn a2a_post(client: &reqwest::Client, url: &str, token: &str) -> reqwest::RequestBuilder {
     client.post(url).header("Authorization", format!("Bearer {token}")).header("Content-Type", "application/json")
