@@ -336,8 +336,17 @@ pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
 }
 
-/// The MCP tools a `world.apply=world:…` session lists over `fixture("invoke/transitions.json")`,
-/// in order: neither the transition under another scope nor the one whose name would be too long.
+/// The invoke fixture: the echo, the test programs (spin, divide, …) and the transitions a
+/// session must not see (another scope, a name too long for MCP).
+pub fn invoke_fixture() -> PathBuf {
+    fixture("invoke/transitions.json")
+}
+
+/// How many transitions the invoke fixture publishes.
+pub const INVOKE_TRANSITIONS: usize = 10;
+
+/// The MCP tools a `world.apply=world:…` session lists over the invoke fixture, in order:
+/// neither the transition under another scope nor the one whose name would be too long.
 pub const INVOKE_TOOLS: [&str; 8] = [
     "tests_darray",
     "tests_ddivide",
@@ -371,6 +380,11 @@ impl Default for Setup<'_> {
 }
 
 impl World {
+    /// A world serving the invoke fixture (see [`invoke_fixture`]).
+    pub fn invoke(setup: Setup) -> Self {
+        Self::published(&invoke_fixture(), INVOKE_TRANSITIONS, setup)
+    }
+
     /// A world serving the `count` transitions of `manifest` (published through the attended
     /// prompt after a bootstrap serve with the interpreter), set up as `setup` says.
     pub fn published(manifest: &Path, count: usize, setup: Setup) -> Self {

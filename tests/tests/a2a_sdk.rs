@@ -7,11 +7,11 @@
 //! `WORLD_TEST_PYTHON` names a Python that has the SDK installed; `tests/run.sh` sets it.
 
 use serde_json::{Value, json};
-use world_tests::{Setup, World, fixture, http, run_python_client};
+use world_tests::{Setup, World, http, run_python_client};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_a2a_sdk_resolves_the_card_sends_resends_and_gets_the_task() {
-    let world = World::published(&fixture("invoke/transitions.json"), 10, Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let denied = world.mint("ep1", &["world.apply=elsewhere:10"], 3600);
 

@@ -336,8 +336,7 @@ fn owner_tag(pid: u32) -> String {
 }
 
 fn spin_world(env: &[(&str, &str)]) -> World {
-    let setup = world_tests::Setup { env, ..Default::default() };
-    World::published(&fixture("invoke/transitions.json"), 10, setup)
+    World::invoke(world_tests::Setup { env, ..Default::default() })
 }
 
 /// An A2A call of the spin transition that runs until the invocation deadline; its answer's

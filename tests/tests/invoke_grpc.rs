@@ -268,11 +268,7 @@ fn alive(pid: i32) -> bool {
 /// A core killed outright (no destructor runs) takes its interpreter runs with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_interpreter_outlives_a_killed_core() {
-    let world = World::published(
-        &world_tests::fixture("invoke/transitions.json"),
-        10,
-        world_tests::Setup { genesis: true, interpreter: true, ..Default::default() },
-    );
+    let world = World::invoke(world_tests::Setup::default());
     let token = world.mint("ep1", &["world.apply=world:10"], 3600);
     let mut client = client(&world).await;
     let spin = tokio::spawn(async move {

@@ -6,7 +6,7 @@
 //! Without it the test fails: `tests/run.sh` makes that virtualenv and sets it.
 
 use serde_json::json;
-use world_tests::{INVOKE_TOOLS, Setup, World, fixture, run_python_client};
+use world_tests::{INVOKE_TOOLS, Setup, World, run_python_client};
 
 #[test]
 fn the_official_python_sdk_initializes_lists_and_calls_the_echo_tool() {
@@ -19,7 +19,7 @@ fn fastmcp_s_client_initializes_lists_and_calls_the_echo_tool() {
 }
 
 fn sees_the_surface_and_calls_echo(client: &str) {
-    let world = World::published(&fixture("invoke/transitions.json"), 10, Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let seen =
         run_python_client(client, &[&world.url("/mcp/"), &token, "tools_decho", r#"{"greeting":"hello","n":1}"#]);

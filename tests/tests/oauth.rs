@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use world_model::Credential;
 use world_model::oauth::s256_challenge;
 use world_tests::otlp::{export_env, grpc_receiver, spans_text};
-use world_tests::{Setup, World, bin, fixture, http, lines_of, mcp_post, python_script, required_env, run_attended};
+use world_tests::{Setup, World, bin, http, lines_of, mcp_post, python_script, required_env, run_attended};
 
 const GRANT: &str = "world.apply=world:1000";
 const VERIFIER: &str = "a-verifier-of-the-test-that-is-long-enough-for-pkce-0123456789";
@@ -23,7 +23,7 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
 
 fn world() -> World {
-    World::published(&fixture("invoke/transitions.json"), 10, Setup::default())
+    World::invoke(Setup::default())
 }
 
 /// `world-core session approve CODE` answered `y` at its terminal prompt.
@@ -51,7 +51,7 @@ async fn the_mcp_sdk_signs_in_through_the_approval_page_calls_refreshes_and_is_r
     let chromium = required_env("WORLD_TEST_CHROMIUM", "a Chromium executable (Debian: apt-get install chromium)");
     let (endpoint, spans) = grpc_receiver().await;
     let env = [export_env(&endpoint, "grpc").as_slice(), &[("RUST_LOG", "debug")]].concat();
-    let world = World::published(&fixture("invoke/transitions.json"), 10, Setup { env: &env, ..Setup::default() });
+    let world = World::invoke(Setup { env: &env, ..Setup::default() });
     let mut client = python_script("oauth_client.py")
         .arg(world.url("/mcp/"))
         .arg(&chromium)
