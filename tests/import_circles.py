@@ -4,8 +4,8 @@
 Usage: tests/import_circles.py SRC_DIR...   (each a crate's `src`)
 
 A file is a module (`a/b.rs` and `a/b/mod.rs` are `a::b`); it imports the module of each
-`crate::` or `super::` path it names outside its `#[cfg(test)] mod tests`, the longest
-prefix of the path that is a file. A circle is a strongly connected component of that
+`crate::`, `self::` or `super::` path it names outside its `#[cfg(test)] mod tests`: the
+longest prefix of the path that is a file (an inline `mod` counts as its file). A circle is a strongly connected component of that
 graph; two files that use each other (a type and its one consumer) are allowed, larger
 circles are listed and make the exit status 1.
 """
@@ -29,7 +29,7 @@ def modules(src):
 
 
 def use_paths(text):
-    """Every path a file names from `crate` or `super`, with `{a, b::c}` groups expanded."""
+    """Every path a file names from `crate`, `self` or `super`, with `{a, b::c}` groups expanded."""
     paths = []
 
     def expand(prefix, tree):
@@ -47,14 +47,14 @@ def use_paths(text):
             else:
                 paths.append(prefix + words)
 
-    for m in re.finditer(r'\b(crate|super)((?:\s*::\s*\w+)*)\s*::\s*\{', text):
+    for m in re.finditer(r'\b(crate|self|super)((?:\s*::\s*\w+)*)\s*::\s*\{', text):
         depth, i = 1, m.end()
         while depth and i < len(text):
             depth += {'{': 1, '}': -1}.get(text[i], 0)
             i += 1
         words = re.findall(r'\w+', m.group(2))
         expand([m.group(1)] + words, text[m.end():i - 1])
-    for m in re.finditer(r'\b(crate|super)((?:::\w+)+)', text):
+    for m in re.finditer(r'\b(crate|self|super)((?:::\w+)+)', text):
         if not re.match(r'\s*::\s*\{', text[m.end():]):  # a group's prefix, expanded above
             paths.append([m.group(1)] + m.group(2).strip(':').split('::'))
     return paths
@@ -69,8 +69,13 @@ def imports(files):
         here = mod.split('::') if mod else []
         graph[mod] = set()
         for path_words in use_paths(text):
-            # `super` in `a/b.rs` and in `a/b/mod.rs` alike is `a`.
-            target = (here[:-1] if path_words[0] == 'super' else []) + path_words[1:]
+            # `self` in `a/b.rs` and in `a/b/mod.rs` alike is `a::b`, `super` is `a`.
+            target = [] if path_words[0] == 'crate' else list(here)
+            for word in path_words:
+                if word == 'super':
+                    target = target[:-1]
+                elif word not in ('crate', 'self'):
+                    target.append(word)
             while target and '::'.join(target) not in files:
                 target.pop()
             if target and '::'.join(target) != mod:
