@@ -257,11 +257,10 @@ PY
 # --- OAuth sign-in through the proxy ---------------------------------------------
 # Every step goes through the proxy, so consecutive steps land on different edges: the
 # approval, the code and the refresh tokens live in the core's store, not in an edge.
-say "OAuth sign-in through the proxy: discovery, registration, the approval page"
-python3 - "$url" >"$work/oauth-start.json" <<'PY' || fail "the sign-in could not start"
-import base64, hashlib, json, re, secrets, sys, urllib.error, urllib.parse, urllib.request
+say "OAuth sign-in through the proxy: discovery, then two sign-ins"
+python3 - "$url" <<'PY' || fail "the proxy's OAuth discovery is not as it should be"
+import json, sys, urllib.error, urllib.request
 url = sys.argv[1]
-redirect = "http://127.0.0.1:9/callback"
 try:
     urllib.request.urlopen(urllib.request.Request(url + "/mcp/", data=b"{}", headers={
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}), timeout=30)
@@ -275,35 +274,48 @@ resource = get("/.well-known/oauth-protected-resource/mcp/")
 assert resource["authorization_servers"] == [url], resource
 server = get("/.well-known/oauth-authorization-server")
 assert server["issuer"] == url and server["code_challenge_methods_supported"] == ["S256"], server
-registration = json.dumps({"client_name": "compose sign-in", "redirect_uris": [redirect]}).encode()
+assert server["registration_endpoint"] == url + "/register", server
+assert server["authorization_endpoint"] == url + "/authorize", server
+PY
+
+# One sign-in as client "compose $1": registration, the approval page, the approval at the core's
+# terminal (attended), then the approved page's redirect back with the code. Writes the
+# client, its PKCE verifier, its redirect and the code to $work/oauth-$1.json.
+sign_in() {
+    local client="compose $1" grant="$work/oauth-$1.json"
+    python3 - "$url" "$client" >"$grant" <<'PY' || fail "the sign-in of $client could not start"
+import base64, hashlib, json, re, secrets, sys, urllib.parse, urllib.request
+url, name = sys.argv[1:3]
+redirect = "http://127.0.0.1:9/callback"
+registration = json.dumps({"client_name": name, "redirect_uris": [redirect]}).encode()
 client = json.load(urllib.request.urlopen(urllib.request.Request(
-    server["registration_endpoint"], data=registration, headers={"Content-Type": "application/json"}), timeout=30))
+    url + "/register", data=registration, headers={"Content-Type": "application/json"}), timeout=30))
 verifier = secrets.token_urlsafe(48)
 challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
 query = urllib.parse.urlencode({"response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect,
     "state": "compose", "code_challenge": challenge, "code_challenge_method": "S256"})
-page = urllib.request.urlopen(server["authorization_endpoint"] + "?" + query, timeout=30).read().decode()
-code = re.search(r'id="approval-code">([^<]+)<', page).group(1)
-request = re.search(r'url=/authorize/wait\?request=([^"]+)"', page).group(1)
-json.dump({"client_id": client["client_id"], "verifier": verifier, "code": code, "request": request,
-           "redirect": redirect}, sys.stdout)
+page = urllib.request.urlopen(url + "/authorize?" + query, timeout=30).read().decode()
+json.dump({"client_id": client["client_id"], "verifier": verifier, "redirect": redirect,
+           "approval": re.search(r'id="approval-code">([^<]+)<', page).group(1),
+           "request": re.search(r'url=/authorize/wait\?request=([^"]+)"', page).group(1)}, sys.stdout)
 PY
-approval_code=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["code"])' "$work/oauth-start.json")
-say "OAuth: approving $approval_code at the core's terminal (attended)"
-attended y "$compose_line exec core world-core session approve $approval_code --store /data/world.db \
+    local approval_code
+    approval_code=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["approval"])' "$grant")
+    say "OAuth: approving $approval_code for $client at the core's terminal (attended)"
+    attended y "$compose_line exec core world-core session approve $approval_code --store /data/world.db \
     --episode ep-oauth --grant world.apply=world:100" ||
-    { sed 's/^/  /' "$work/tty.log" >&2; fail "attended session approve failed"; }
-python3 - "$url" "$work/oauth-start.json" <<'PY' || fail "the OAuth sign-in through the proxy did not complete as it should"
+        { sed 's/^/  /' "$work/tty.log" >&2; fail "attended session approve failed"; }
+    python3 - "$url" "$grant" <<'PY' || fail "the approved sign-in of $client did not redirect back as it should"
 import json, sys, urllib.error, urllib.parse, urllib.request
-url, start = sys.argv[1], json.load(open(sys.argv[2]))
+url, path = sys.argv[1:3]
+start = json.load(open(path))
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args):
         return None
 
-opener = urllib.request.build_opener(NoRedirect)
 try:
-    opener.open(url + "/authorize/wait?request=" + start["request"], timeout=60)
+    urllib.request.build_opener(NoRedirect).open(url + "/authorize/wait?request=" + start["request"], timeout=60)
     raise SystemExit("the approved page did not redirect")
 except urllib.error.HTTPError as moved:
     assert moved.code == 302, moved.code
@@ -311,6 +323,17 @@ except urllib.error.HTTPError as moved:
 base, _, query = location.partition("?")
 back = dict(urllib.parse.parse_qsl(query))
 assert base == start["redirect"] and back["state"] == "compose" and back["iss"] == url, location
+json.dump({**start, "code": back["code"]}, open(path, "w"))
+PY
+}
+sign_in code
+sign_in refresh
+
+say "OAuth: the first code exchanged, then reused; the second sign-in refreshed, then its refresh token reused"
+python3 - "$url" "$work/oauth-code.json" "$work/oauth-refresh.json" <<'PY' || fail "the OAuth tokens through the proxy did not behave as they should"
+import json, sys, urllib.error, urllib.parse, urllib.request
+url = sys.argv[1]
+exchanged, refreshed = (json.load(open(path)) for path in sys.argv[2:4])
 
 def token(form):
     request = urllib.request.Request(url + "/token", data=urllib.parse.urlencode(form).encode(),
@@ -321,7 +344,12 @@ def token(form):
     except urllib.error.HTTPError as refused:
         return refused.code, json.load(refused)
 
+def exchange(grant):
+    return token({"grant_type": "authorization_code", "client_id": grant["client_id"], "code": grant["code"],
+                  "redirect_uri": grant["redirect"], "code_verifier": grant["verifier"]})
+
 def tools(access):
+    """The status of an MCP tools/list with this access token, and the tools it names."""
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
     request = urllib.request.Request(url + "/mcp/", data=body, headers={"Authorization": "Bearer " + access,
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
@@ -333,83 +361,24 @@ def tools(access):
     data = json.loads(next(line[6:] for line in text.splitlines() if line.startswith("data: ")))
     return 200, [tool["name"] for tool in data["result"]["tools"]]
 
-client = start["client_id"]
-status, first = token({"grant_type": "authorization_code", "client_id": client, "code": back["code"],
-                       "redirect_uri": start["redirect"], "code_verifier": start["verifier"]})
+status, first = exchange(exchanged)
 assert status == 200, (status, first)
 assert tools(first["access_token"]) == (200, ["tools_decho"]), tools(first["access_token"])
-status, reused = token({"grant_type": "authorization_code", "client_id": client, "code": back["code"],
-                        "redirect_uri": start["redirect"], "code_verifier": start["verifier"]})
+status, reused = exchange(exchanged)
 assert (status, reused["error"]) == (400, "invalid_grant"), (status, reused)
 assert tools(first["access_token"])[0] == 401, "a reused code did not end the sign-in"
 print("test-compose: OAuth code exchanged once; its reuse ended the sign-in")
-PY
 
-say "OAuth: a second sign-in, refreshed, then its refresh token reused"
-python3 - "$url" >"$work/oauth-start.json" <<'PY' || fail "the second sign-in could not start"
-import base64, hashlib, json, re, secrets, sys, urllib.parse, urllib.request
-url = sys.argv[1]
-redirect = "http://127.0.0.1:9/callback"
-registration = json.dumps({"client_name": "compose refresh", "redirect_uris": [redirect]}).encode()
-client = json.load(urllib.request.urlopen(urllib.request.Request(
-    url + "/register", data=registration, headers={"Content-Type": "application/json"}), timeout=30))
-verifier = secrets.token_urlsafe(48)
-challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-query = urllib.parse.urlencode({"response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect,
-    "state": "compose", "code_challenge": challenge, "code_challenge_method": "S256"})
-page = urllib.request.urlopen(url + "/authorize?" + query, timeout=30).read().decode()
-json.dump({"client_id": client["client_id"], "verifier": verifier, "redirect": redirect,
-           "code": re.search(r'id="approval-code">([^<]+)<', page).group(1),
-           "request": re.search(r'url=/authorize/wait\?request=([^"]+)"', page).group(1)}, sys.stdout)
-PY
-approval_code=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["code"])' "$work/oauth-start.json")
-attended y "$compose_line exec core world-core session approve $approval_code --store /data/world.db \
-    --episode ep-oauth --grant world.apply=world:100" ||
-    { sed 's/^/  /' "$work/tty.log" >&2; fail "attended session approve failed"; }
-python3 - "$url" "$work/oauth-start.json" <<'PY' || fail "refreshing through the proxy did not behave as it should"
-import json, sys, urllib.error, urllib.parse, urllib.request
-url, start = sys.argv[1], json.load(open(sys.argv[2]))
-
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args):
-        return None
-
-try:
-    urllib.request.build_opener(NoRedirect).open(url + "/authorize/wait?request=" + start["request"], timeout=60)
-    raise SystemExit("the approved page did not redirect")
-except urllib.error.HTTPError as moved:
-    back = dict(urllib.parse.parse_qsl(moved.headers["Location"].partition("?")[2]))
-
-def token(form):
-    request = urllib.request.Request(url + "/token", data=urllib.parse.urlencode(form).encode(),
-                                     headers={"Content-Type": "application/x-www-form-urlencoded"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status, json.load(answer)
-    except urllib.error.HTTPError as refused:
-        return refused.code, json.load(refused)
-
-def status(access):
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
-    request = urllib.request.Request(url + "/mcp/", data=body, headers={"Authorization": "Bearer " + access,
-        "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status
-    except urllib.error.HTTPError as denied:
-        return denied.code
-
-client = start["client_id"]
-code, first = token({"grant_type": "authorization_code", "client_id": client, "code": back["code"],
-                     "redirect_uri": start["redirect"], "code_verifier": start["verifier"]})
-assert code == 200, first
-refresh = {"grant_type": "refresh_token", "client_id": client, "refresh_token": first["refresh_token"]}
-code, second = token(refresh)
-assert code == 200 and second["access_token"] != first["access_token"], second
-assert (status(first["access_token"]), status(second["access_token"])) == (200, 200)
-code, reused = token(refresh)
-assert (code, reused["error"]) == (400, "invalid_grant"), reused
-assert (status(first["access_token"]), status(second["access_token"])) == (401, 401), "reuse did not end the sign-in"
+status, first = exchange(refreshed)
+assert status == 200, first
+refresh = {"grant_type": "refresh_token", "client_id": refreshed["client_id"], "refresh_token": first["refresh_token"]}
+status, second = token(refresh)
+assert status == 200 and second["access_token"] != first["access_token"], second
+assert (tools(first["access_token"])[0], tools(second["access_token"])[0]) == (200, 200)
+status, reused = token(refresh)
+assert (status, reused["error"]) == (400, "invalid_grant"), reused
+assert (tools(first["access_token"])[0], tools(second["access_token"])[0]) == (401, 401), \
+    "reuse did not end the sign-in"
 print("test-compose: OAuth refresh rotated once; its reuse ended the sign-in")
 PY
 say "OAuth sign-in through the proxy behaved"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command, and exactly what CI runs. It sets up what the tests need, then:
 #
-#   * checks formatting and lints (cargo fmt --check, clippy with warnings as errors) and that
-#     every crate uses each dependency it lists (cargo machete);
+#   * checks formatting and lints (cargo fmt --check, clippy with warnings as errors), that
+#     every crate uses each dependency it lists (cargo machete) and that no circle of imports
+#     spans more than two of a crate's files (tests/import_circles.py);
 #   * builds the binaries the end-to-end tests start and runs every test, then the capsule
 #     tests once more with spawned (not forked) interpreter runs;
 #   * builds the release binaries and runs the compose suite (deploy/test-compose.sh: Docker
@@ -48,6 +49,7 @@ if [ -n "$whole" ]; then
     cargo machete --version >/dev/null 2>&1 ||
         die "cargo-machete is missing: install it with 'cargo install cargo-machete --locked'"
     cargo machete
+    python3 tests/import_circles.py core-svc/src edge-svc/src publish-cli/src packages/*/src
 fi
 
 # ---------------------------------------------------------------------------

@@ -27,6 +27,19 @@ pub fn entry_hash(entry: &LogEntry) -> HashRef {
 
 pub use world_model::world_ref;
 
+/// `entry` with its hash filled in (whatever it held), and the world it makes with
+/// `state_root` as its state: revision and log head are the entry's.
+pub fn seal(mut entry: LogEntry, state_root: HashRef) -> (LogEntry, WorldRow) {
+    entry.entry_hash = entry_hash(&entry);
+    let world = WorldRow {
+        reference: world_ref(entry.entry_index, &state_root, &entry.entry_hash),
+        revision: entry.entry_index,
+        state_root,
+        log_head: entry.entry_hash,
+    };
+    (entry, world)
+}
+
 /// The genesis commit. Its one object stands for the empty state, the
 /// transition and the record; the previous entry hash is that of no bytes.
 pub fn genesis_commit(now: i64) -> Commit {
@@ -35,7 +48,7 @@ pub fn genesis_commit(now: i64) -> Commit {
         GENESIS_WRITER,
         canonical_value(&json!({ "semanticId": GENESIS_SEMANTIC_ID })),
     );
-    let mut entry = LogEntry {
+    let entry = LogEntry {
         entry_index: 0,
         semantics_epoch: 0,
         transition_fn: object.hash,
@@ -45,13 +58,7 @@ pub fn genesis_commit(now: i64) -> Commit {
         entry_hash: object.hash,
         transition_ref: object.hash,
     };
-    entry.entry_hash = entry_hash(&entry);
-    let next_world = WorldRow {
-        reference: world_ref(0, &object.hash, &entry.entry_hash),
-        revision: 0,
-        state_root: object.hash,
-        log_head: entry.entry_hash,
-    };
+    let (entry, next_world) = seal(entry, object.hash);
     Commit {
         invocation_id: None,
         episode: None,

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Fresh, fresh_location};
+use common::{Fresh, both_backends, fresh_location};
 use world_core::oauth::{self, ApprovalView, AuthorizationRequest, IssuedToken, Registration, TokenRequest};
 use world_core::store::{Approval, OpenMode, Store};
 use world_model::oauth::{OAuthErrorCode, s256_challenge};
@@ -19,26 +19,8 @@ async fn fresh(backend: &str) -> (Store, Fresh) {
     (Store::open(&location, OpenMode::CreateIfMissing).await.expect("open the store"), guard)
 }
 
-macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                let (store, _guard) = super::fresh("sqlite").await;
-                super::$name(store).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                let (store, _guard) = super::fresh("postgres").await;
-                super::$name(store).await;
-            })*
-        }
-    };
-}
-
 both_backends!(
+    fresh;
     a_code_is_handed_out_once_and_exchanged_once,
     concurrent_exchanges_of_one_code_have_one_winner,
     refresh_tokens_rotate_and_a_reuse_ends_the_chain,

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 mod common;
 
-use common::fresh_location;
+use common::{both_backends, fresh_location};
 use sqlx::Connection;
-use world_core::genesis::{self, entry_hash, world_ref};
+use world_core::genesis::{self, entry_hash};
 use world_core::store::{
     Claim, Commit, FENCE, Liveness, LockError, LockMode, LogEntry, OpenMode, Reader, Receipt, ServingLock, SessionRow,
     Store, StoreError, StoreLocation, StoredObject, WorldRow,
@@ -27,7 +27,7 @@ fn next_commit(head: Option<&WorldRow>, payload: &str, invocation_id: Option<&st
         Some(world) => (world.revision + 1, world.log_head),
         None => (0, HashRef::of(b"")),
     };
-    let mut entry = LogEntry {
+    let entry = LogEntry {
         entry_index: index,
         semantics_epoch: 1,
         transition_fn: object.hash,
@@ -37,13 +37,7 @@ fn next_commit(head: Option<&WorldRow>, payload: &str, invocation_id: Option<&st
         entry_hash: object.hash,
         transition_ref: object.hash,
     };
-    entry.entry_hash = entry_hash(&entry);
-    let next_world = WorldRow {
-        reference: world_ref(index, &object.hash, &entry.entry_hash),
-        revision: index,
-        state_root: object.hash,
-        log_head: entry.entry_hash,
-    };
+    let (entry, next_world) = genesis::seal(entry, object.hash);
     Commit {
         invocation_id: invocation_id.map(str::to_owned),
         episode: None,
@@ -61,26 +55,8 @@ async fn head_world(store: &Store) -> Option<WorldRow> {
     store.world(&head).await.expect("world")
 }
 
-macro_rules! suite {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                let (location, _guard) = super::fresh_location("sqlite").await;
-                super::$name(location).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                let (location, _guard) = super::fresh_location("postgres").await;
-                super::$name(location).await;
-            })*
-        }
-    };
-}
-
-suite!(
+both_backends!(
+    fresh_location;
     a_fresh_store_is_created_and_reopens,
     a_store_from_the_future_is_refused_untouched,
     a_version_1_store_is_migrated_in_place,
@@ -807,10 +783,7 @@ fn call_commit(head: &WorldRow, episode: &str, task: &str, objects: Vec<StoredOb
     let record = StoredObject::new("world/invocation-record/v1", "coordinator:a2a", record.to_string().into_bytes());
     let mut commit = next_commit(Some(head), task, Some(&id));
     commit.entry.transition_ref = record.hash;
-    commit.entry.entry_hash = entry_hash(&commit.entry);
-    commit.next_world.log_head = commit.entry.entry_hash;
-    commit.next_world.reference =
-        world_ref(commit.entry.entry_index, &commit.next_world.state_root, &commit.entry.entry_hash);
+    (commit.entry, commit.next_world) = genesis::seal(commit.entry, commit.next_world.state_root);
     commit.objects.extend(objects);
     commit.objects.push(record);
     commit.episode = Some(Episode::parse(episode).unwrap());

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use world_core::capsule;
-use world_tests::{Setup, World, bin, examples_dir, fixture};
+use world_tests::{Setup, World, bin, examples_dir, fixture, mcp_post, status_kib};
 
 /// Transitions in the effect fixtures' manifest.
 const EFFECT_FIXTURES: usize = 5;
@@ -104,8 +104,8 @@ impl Report {
 
     /// Notes the peak RSS of a world's processes before it stops.
     fn peaks(&mut self, processes: &Processes) {
-        self.core_peak_kib = self.core_peak_kib.max(peak_rss_kib(processes.core));
-        self.edge_peak_kib = self.edge_peak_kib.max(peak_rss_kib(processes.edge));
+        self.core_peak_kib = self.core_peak_kib.max(status_kib(processes.core, "VmHWM"));
+        self.edge_peak_kib = self.edge_peak_kib.max(status_kib(processes.edge, "VmHWM"));
     }
 
     fn table(&self) -> String {
@@ -174,16 +174,6 @@ fn cpu_micros(pid: i32) -> f64 {
     let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     (ticks(11) + ticks(12)) * 1e6 / per_second
-}
-
-/// The peak resident set (`VmHWM`) of a process, in KiB.
-fn peak_rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// The served processes whose CPU time a measured loop is charged with.
@@ -349,17 +339,8 @@ async fn tonic_hop() -> String {
 
 /// `concurrency` workers posting `body` to the MCP endpoint with the session's credential.
 async fn mcp_loop(client: &reqwest::Client, mcp: &str, token: &str, concurrency: usize, body: &'static str) -> Run {
-    let (client, mcp, authorization) = (client.clone(), mcp.to_owned(), format!("Bearer {token}"));
-    measure(concurrency, move || {
-        let request = client
-            .post(&mcp)
-            .header("Authorization", &authorization)
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
-            .body(body);
-        succeeded(request)
-    })
-    .await
+    let (client, mcp, token) = (client.clone(), mcp.to_owned(), token.to_owned());
+    measure(concurrency, move || succeeded(mcp_post(&client, &mcp, &token).body(body))).await
 }
 
 /// A plain loop posting `body` to `url` at `concurrency`.
@@ -511,12 +492,7 @@ async fn effectful(
         let next = Arc::new(AtomicU64::new(0));
         measure(8, move || {
             let token = &tokens[next.fetch_add(1, Ordering::Relaxed) as usize % tokens.len()];
-            let request = client
-                .post(&mcp)
-                .header("Authorization", format!("Bearer {token}"))
-                .header("Content-Type", "application/json")
-                .header("Accept", "application/json, text/event-stream")
-                .body(body);
+            let request = mcp_post(&client, &mcp, token).body(body);
             succeeded(request)
         })
     };
@@ -565,12 +541,7 @@ async fn latency(client: &reqwest::Client, world: &World, token: &str, body: &'s
     let mcp = world.url("/mcp/");
     let mut samples = Vec::with_capacity(LATENCY_CALLS);
     for _ in 0..LATENCY_CALLS {
-        let request = client
-            .post(&mcp)
-            .header("Authorization", format!("Bearer {token}"))
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
-            .body(body);
+        let request = mcp_post(client, &mcp, token).body(body);
         let started = Instant::now();
         assert!(succeeded(request).await, "a latency sample call failed");
         samples.push(started.elapsed());
@@ -582,7 +553,7 @@ async fn latency(client: &reqwest::Client, world: &World, token: &str, body: &'s
 /// Writes `entries` log entries through the store's commit path, each with an input, an
 /// output and a record object and its journal rows, as a pure call leaves them.
 async fn seed_history(location: &world_core::store::StoreLocation, entries: usize) {
-    use world_core::genesis::{entry_hash, world_ref};
+    use world_core::genesis::seal;
     use world_core::store::{Commit, LogEntry, OpenMode, Planner, Store, StoredObject, WorldRow};
     let store = Store::open(location, OpenMode::MustExist).await.expect("open the store to seed it");
     let started = Instant::now();
@@ -599,9 +570,8 @@ async fn seed_history(location: &world_core::store::StoreLocation, entries: usiz
                         |kind: &str| StoredObject::new(kind, "bench/seed", format!("{{\"n\":{n}}}").into_bytes());
                     let (input, output, record) =
                         (object("bench/input/v1"), object("bench/output/v1"), object("bench/record/v1"));
-                    let index = world.revision + 1;
-                    let mut entry = LogEntry {
-                        entry_index: index,
+                    let entry = LogEntry {
+                        entry_index: world.revision + 1,
                         semantics_epoch: 1,
                         transition_fn: input.hash,
                         interpreter: input.hash,
@@ -610,13 +580,7 @@ async fn seed_history(location: &world_core::store::StoreLocation, entries: usiz
                         entry_hash: record.hash,
                         transition_ref: record.hash,
                     };
-                    entry.entry_hash = entry_hash(&entry);
-                    let next_world = WorldRow {
-                        reference: world_ref(index, &output.hash, &entry.entry_hash),
-                        revision: index,
-                        state_root: output.hash,
-                        log_head: entry.entry_hash,
-                    };
+                    let (entry, next_world) = seal(entry, output.hash);
                     Commit {
                         invocation_id: Some(format!("bench:seed:{n}")),
                         episode: None,
@@ -653,9 +617,7 @@ async fn latency_rows(
     let env = env_refs(&env);
     let dir = tempfile::tempdir().unwrap();
     let mut world = World::echo_core_on(dir, store.clone(), artifacts, &[], &env);
-    let (edge, edge_url) = world_tests::start_edge_with_env(&[&world.core_addr], world.dir.path(), &[], &env);
-    world.edge = Some(edge);
-    world.edge_url = edge_url;
+    world.attach_edge(&[], &env);
     let token = world.mint("bench", &["world.apply=world:100000000"], 36_000);
     let (empty_p50, empty_p99) = latency(client, &world, &token, ECHO_CALL).await;
 

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use world_tests::{Setup, World, examples_dir, fixture};
+use world_tests::{Setup, World, examples_dir, fixture, mcp_answer, mcp_post, status_kib};
 
 const SAMPLE: Duration = Duration::from_secs(10);
 const WARM_UP: Duration = Duration::from_secs(60);
@@ -43,18 +43,9 @@ struct Period {
     failed: usize,
 }
 
-fn rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 fn is_success(body: &str) -> bool {
-    let json = body.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(body);
-    serde_json::from_str::<serde_json::Value>(json).is_ok_and(|v| v.get("result").is_some() && v.get("error").is_none())
+    serde_json::from_str::<serde_json::Value>(mcp_answer(body))
+        .is_ok_and(|v| v.get("result").is_some() && v.get("error").is_none())
 }
 
 /// The i-th request of client `c`: list, pure call, effectful call, A2A, in turn.
@@ -129,14 +120,8 @@ async fn soak(length: Duration) -> bool {
                 while started.elapsed() < length {
                     let (url, body) = request(i, c, &mcp, &a2a);
                     let sent = Instant::now();
-                    let response = client
-                        .post(url)
-                        .header("Authorization", format!("Bearer {token}"))
-                        .header("Content-Type", "application/json")
-                        .header("Accept", "application/json, text/event-stream")
-                        .body(body)
-                        .send()
-                        .await;
+                    // MCP's headers on both surfaces: the A2A endpoint ignores `Accept`.
+                    let response = mcp_post(&client, &url, &token).body(body).send().await;
                     let ok = match response {
                         Ok(response) => is_success(&response.text().await.unwrap_or_default()),
                         Err(_) => false,
@@ -158,8 +143,8 @@ async fn soak(length: Duration) -> bool {
         let percentile = |p: usize| latencies.get(latencies.len() * p / 100).map_or(0.0, |d| d.as_secs_f64() * 1e3);
         let sample = Sample {
             at: started.elapsed().as_secs_f64(),
-            core_rss_kib: rss_kib(core),
-            edge_rss_kib: rss_kib(edge),
+            core_rss_kib: status_kib(core, "VmRSS"),
+            edge_rss_kib: status_kib(edge, "VmRSS"),
             answers: latencies.len(),
             failed,
             p50_ms: percentile(50),

@@ -9,23 +9,17 @@ import asyncio
 import json
 import sys
 
-from mcp import ClientSession
-from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from sdk_session import sdk_session
 
 
 async def run(url: str, token: str, calls: list) -> dict:
-    http_client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    async with http_client:
-        async with streamable_http_client(url, http_client=http_client) as streams:
-            read, write = streams[0], streams[1]
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                listed = await session.list_tools()
-                results = []
-                for tool, arguments in calls:
-                    called = await session.call_tool(tool, arguments)
-                    results.append({"tool": tool, "isError": bool(called.is_error), "output": called.structured_content})
-                return {"tools": sorted(t.name for t in listed.tools), "results": results}
+    async with sdk_session(url, {"Authorization": f"Bearer {token}"}) as (session, _):
+        listed = await session.list_tools()
+        results = []
+        for tool, arguments in calls:
+            called = await session.call_tool(tool, arguments)
+            results.append({"tool": tool, "isError": bool(called.is_error), "output": called.structured_content})
+        return {"tools": sorted(t.name for t in listed.tools), "results": results}
 
 
 def main() -> int:

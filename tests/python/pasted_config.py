@@ -15,8 +15,7 @@ import json
 import os
 import sys
 
-from mcp import ClientSession
-from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from sdk_session import sdk_session
 
 
 def from_mcp_json(path: str) -> tuple[str, dict]:
@@ -48,20 +47,15 @@ def from_claude_args(args: list) -> tuple[str, dict]:
 
 
 async def run(url: str, headers: dict, tool: str, arguments: dict) -> dict:
-    http_client = create_mcp_http_client(headers=headers)
-    async with http_client:
-        async with streamable_http_client(url, http_client=http_client) as streams:
-            read, write = streams[0], streams[1]
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                listed = await session.list_tools()
-                called = await session.call_tool(tool, arguments)
-                return {
-                    "url": url,
-                    "tools": sorted(t.name for t in listed.tools),
-                    "isError": bool(called.is_error),
-                    "output": called.structured_content,
-                }
+    async with sdk_session(url, headers) as (session, _):
+        listed = await session.list_tools()
+        called = await session.call_tool(tool, arguments)
+        return {
+            "url": url,
+            "tools": sorted(t.name for t in listed.tools),
+            "isError": bool(called.is_error),
+            "output": called.structured_content,
+        }
 
 
 def main() -> int:

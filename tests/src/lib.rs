@@ -1,6 +1,7 @@
 //! Harness for the end-to-end tests: real `world-core` and `world-edge`
-//! processes on free loopback ports over a temporary store, and attended
-//! verbs driven through a pseudo-terminal.
+//! processes on free loopback ports over a temporary store, attended verbs
+//! driven through a pseudo-terminal, the requests clients send them (MCP,
+//! A2A, gRPC) and the Python clients in `tests/python`.
 //!
 //! The binaries are the workspace's own build (`cargo build --workspace
 //! --bins`), found next to the test executable.
@@ -59,14 +60,7 @@ impl Process {
         }
         let mut child = command.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
         let stdout = child.stdout.take().expect("piped stdout");
-        let (lines, received) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let received = lines_of(stdout);
         let process = Self { child, stderr_log };
         let deadline = std::time::Instant::now() + STARTUP;
         loop {
@@ -154,6 +148,17 @@ impl World {
         format!("{}{path}", self.edge_url)
     }
 
+    /// Stops the edge, then the core, each gracefully so that what they still batch (spans)
+    /// is sent; returns the core's and the edge's whole logs.
+    pub fn stop(self) -> (String, String) {
+        let edge = self.edge.expect("an edge");
+        let (core_log, edge_log) = (self.core.stderr_log.clone(), edge.stderr_log.clone());
+        assert!(edge.terminate().success(), "the edge stops gracefully");
+        assert!(self.core.terminate().success(), "the core stops gracefully");
+        let read = |log: PathBuf| std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+        (read(core_log), read(edge_log))
+    }
+
     /// Mints a session through the attended prompt, answering `y`.
     pub fn mint(&self, episode: &str, grants: &[&str], ttl: i64) -> String {
         mint(&self.store, episode, grants, ttl)
@@ -213,15 +218,15 @@ impl World {
 
     /// A `GET` of `path` on the edge with `token`'s bearer credential, read as JSON.
     pub async fn get_json(&self, token: &str, path: &str) -> serde_json::Value {
-        http()
-            .get(self.url(path))
-            .header("Authorization", format!("Bearer {token}"))
-            .send()
-            .await
-            .expect("GET on the edge")
-            .json()
-            .await
-            .expect("a JSON answer")
+        get_json(&self.url(path), token).await
+    }
+
+    /// One A2A request through the edge: its JSON-RPC answer, which comes with a 200.
+    pub async fn a2a(&self, token: &str, body: &serde_json::Value) -> serde_json::Value {
+        let response =
+            a2a_post(&http(), &self.url("/a2a/"), token).body(body.to_string()).send().await.expect("POST /a2a/");
+        assert_eq!(response.status(), reqwest::StatusCode::OK, "POST /a2a/ of {body}");
+        response.json().await.expect("a JSON-RPC answer")
     }
 
     /// One MCP `tools/call` through the edge: the JSON-RPC object of its answer (the SSE
@@ -230,11 +235,7 @@ impl World {
         let body = serde_json::json!({
             "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": arguments}
         });
-        let text = http()
-            .post(self.url("/mcp/"))
-            .header("Authorization", format!("Bearer {token}"))
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
+        let text = mcp_post(&http(), &self.url("/mcp/"), token)
             .body(body.to_string())
             .send()
             .await
@@ -242,8 +243,7 @@ impl World {
             .text()
             .await
             .expect("the answer's body");
-        let data = text.lines().find_map(|line| line.strip_prefix("data: ")).unwrap_or(&text);
-        serde_json::from_str(data).expect("a JSON-RPC object")
+        serde_json::from_str(mcp_answer(&text)).expect("a JSON-RPC object")
     }
 
     /// Asserts how many admissions and invocations the edge has sent to the core so far.
@@ -282,10 +282,16 @@ impl World {
     /// environment.
     pub fn with_echo_env(env: &[(&str, &str)]) -> Self {
         let mut world = Self::echo_core_env(env);
-        let (edge, edge_url) = start_edge_with_env(&[&world.core_addr], world.dir.path(), &[], env);
-        world.edge = Some(edge);
-        world.edge_url = edge_url;
+        world.attach_edge(&[], env);
         world
+    }
+
+    /// Puts an edge started with `edge_args` and `env` in front of a core-only world's core.
+    pub fn attach_edge(&mut self, edge_args: &[&str], env: &[(&str, &str)]) {
+        assert!(self.edge.is_none(), "the world has an edge already");
+        let (edge, edge_url) = start_edge_with_env(&[&self.core_addr], self.dir.path(), edge_args, env);
+        self.edge = Some(edge);
+        self.edge_url = edge_url;
     }
 
     /// Like [`World::with_echo`], without an edge.
@@ -330,6 +336,28 @@ pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
 }
 
+/// The invoke fixture: the echo, the test programs (spin, divide, …) and the transitions a
+/// session must not see (another scope, a name too long for MCP).
+pub fn invoke_fixture() -> PathBuf {
+    fixture("invoke/transitions.json")
+}
+
+/// How many transitions the invoke fixture publishes.
+pub const INVOKE_TRANSITIONS: usize = 10;
+
+/// The MCP tools a `world.apply=world:…` session lists over the invoke fixture, in order:
+/// neither the transition under another scope nor the one whose name would be too long.
+pub const INVOKE_TOOLS: [&str; 8] = [
+    "tests_darray",
+    "tests_ddivide",
+    "tests_dintmain",
+    "tests_dnamed",
+    "tests_dnomain",
+    "tests_dspin",
+    "tests_duntyped_uschema",
+    "tools_decho",
+];
+
 /// How [`World::published`] sets a world up.
 #[derive(Clone, Copy, Debug)]
 pub struct Setup<'a> {
@@ -352,6 +380,11 @@ impl Default for Setup<'_> {
 }
 
 impl World {
+    /// A world serving the invoke fixture (see [`invoke_fixture`]).
+    pub fn invoke(setup: Setup) -> Self {
+        Self::published(&invoke_fixture(), INVOKE_TRANSITIONS, setup)
+    }
+
     /// A world serving the `count` transitions of `manifest` (published through the attended
     /// prompt after a bootstrap serve with the interpreter), set up as `setup` says.
     pub fn published(manifest: &Path, count: usize, setup: Setup) -> Self {
@@ -579,6 +612,58 @@ fn open_pty() -> (OwnedFd, OwnedFd) {
     unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
 }
 
+/// An environment variable `tests/run.sh` sets; `what` says what it names, for one set by hand.
+pub fn required_env(name: &str, what: &str) -> String {
+    std::env::var(name)
+        .unwrap_or_else(|_| panic!("{name} is not set: run the tests with tests/run.sh, or set it to {what}"))
+}
+
+/// The tests' python (`WORLD_TEST_PYTHON`), which has `tests/python/requirements.txt`: the
+/// MCP and A2A SDKs, FastMCP and Playwright.
+pub fn test_python() -> String {
+    required_env("WORLD_TEST_PYTHON", "a python with tests/python/requirements.txt installed")
+}
+
+/// `tests/python/<script>` as a command of the tests' python.
+pub fn python_script(script: &str) -> Command {
+    let mut command = Command::new(test_python());
+    command.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python").join(script));
+    command
+}
+
+/// Runs the Python client `tests/python/<script>` with `args` to its end; the one JSON object
+/// it prints.
+pub fn run_python_client(script: &str, args: &[&str]) -> serde_json::Value {
+    let run = python_script(script).args(args).output().unwrap_or_else(|e| panic!("run {script}: {e}"));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{script} failed: {}\n{stdout}", String::from_utf8_lossy(&run.stderr));
+    serde_json::from_str(stdout.trim()).expect("the client prints one JSON object")
+}
+
+/// A process's `/proc/<pid>/status` size `field` (`VmRSS`, `VmHWM`, …) in KiB; 0 when it
+/// cannot be read.
+pub fn status_kib(pid: i32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The lines a child prints on `stdout`, as they come (read on a thread of their own).
+pub fn lines_of(stdout: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    received
+}
+
 /// A reqwest client that does not follow redirects.
 pub fn http() -> reqwest::Client {
     reqwest::Client::builder()
@@ -586,6 +671,134 @@ pub fn http() -> reqwest::Client {
         .timeout(Duration::from_secs(30))
         .build()
         .expect("http client")
+}
+
+/// A `GET` of `url` with `token`'s bearer credential, read as JSON.
+pub async fn get_json(url: &str, token: &str) -> serde_json::Value {
+    http()
+        .get(url)
+        .header("Authorization", format!("Bearer {token}"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"))
+        .json()
+        .await
+        .expect("a JSON answer")
+}
+
+/// A POST to an MCP endpoint as a Streamable HTTP client sends it: with `token` as its bearer
+/// credential, a JSON body, and an `Accept` of both JSON and SSE.
+pub fn mcp_post(client: &reqwest::Client, url: &str, token: &str) -> reqwest::RequestBuilder {
+    client
+        .post(url)
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+}
+
+/// The JSON-RPC text of an MCP answer: its SSE event's data, or the whole body of a JSON reply.
+pub fn mcp_answer(text: &str) -> &str {
+    text.lines().find_map(|line| line.strip_prefix("data: ")).unwrap_or(text)
+}
+
+/// How one JSON-RPC call through an edge ended, as the tests that break things under it judge
+/// it: a result or a clean refusal, never a broken answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// The JSON-RPC result.
+    Result(serde_json::Value),
+    /// A JSON-RPC error: a clean refusal (a core was down, say).
+    Refused(i64),
+    /// A transport failure, a status other than 200, a cut reply or a body that is not one
+    /// whole JSON-RPC answer.
+    Broken(String),
+}
+
+/// `body` POSTed to an edge's `/mcp/` or `/a2a/` endpoint `url` with MCP's headers (A2A ignores
+/// `Accept`), and how the call ended.
+pub async fn json_rpc(url: &str, token: &str, body: &serde_json::Value) -> Answer {
+    let response = match mcp_post(&http(), url, token).body(body.to_string()).send().await {
+        Ok(response) => response,
+        Err(error) => return Answer::Broken(format!("request: {error}")),
+    };
+    let status = response.status();
+    let text = match response.text().await {
+        Ok(text) => text,
+        Err(error) => return Answer::Broken(format!("body: {error}")),
+    };
+    if status != reqwest::StatusCode::OK {
+        return Answer::Broken(format!("HTTP {status}: {text}"));
+    }
+    match serde_json::from_str::<serde_json::Value>(mcp_answer(&text)) {
+        Ok(answer) if answer.get("result").is_some() => Answer::Result(answer["result"].clone()),
+        Ok(answer) => match answer["error"]["code"].as_i64() {
+            Some(code) => Answer::Refused(code),
+            None => Answer::Broken(text),
+        },
+        Err(_) => Answer::Broken(text),
+    }
+}
+
+/// A POST to an A2A endpoint with `token` as its bearer credential and a JSON body.
+pub fn a2a_post(client: &reqwest::Client, url: &str, token: &str) -> reqwest::RequestBuilder {
+    client.post(url).header("Authorization", format!("Bearer {token}")).header("Content-Type", "application/json")
+}
+
+/// The seed's A2A `tasks/send` (JSON-RPC id 1) of task `task` to skill `skill`, its one part
+/// carrying `data`.
+pub fn tasks_send(task: &str, skill: &str, data: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"id":task,"metadata":{"skill_id":skill},
+        "message":{"role":"user","parts":[{"type":"data","data":data}]}}})
+}
+
+/// `message` to the core with `token` as its bearer credential, as the edge sends a call.
+pub fn authorized<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().expect("a credential header"));
+    request
+}
+
+/// An `Invoke` of `transition` as the A2A task `task` on `arguments`, with `token`'s credential:
+/// what the edge sends the core for a `tasks/send`.
+pub fn a2a_invoke(
+    token: &str,
+    transition: &str,
+    task: &str,
+    arguments: &[u8],
+) -> tonic::Request<world_proto::v1::InvokeRequest> {
+    let message = world_proto::v1::InvokeRequest {
+        surface: "a2a".into(),
+        transition_id: transition.into(),
+        task_id: task.into(),
+        arguments: arguments.to_vec(),
+        ..Default::default()
+    };
+    authorized(message, token)
+}
+
+/// The core build with fault points; `tests/run.sh` builds it.
+pub fn faults_core() -> PathBuf {
+    let path = bin("world-core").with_file_name("world-core-faults");
+    assert!(
+        path.is_file(),
+        "{} is missing: run tests/run.sh, or cargo build -p world-core --features fault-points --bin world-core-faults",
+        path.display()
+    );
+    path
+}
+
+/// The arguments of the `fx.scripted_write` fixture: a plan of one `Workspace.Write` of
+/// `path` in the episode's worktree.
+pub fn scripted_write_args(path: &str) -> serde_json::Value {
+    serde_json::json!({"plan":{"plan":"world/effect-plan/v1","finish":false,"result":null,"effects":[
+        {"id":"e1","effect":"Workspace.Write","scope":"worktree","cost":1,
+         "payload":{"op":"write","path":path,"content":"written"}}]}})
+}
+
+/// A new, empty database on the PostgreSQL server `WORLD_TEST_POSTGRES_URL` names; returns its URL.
+pub async fn fresh_postgres_store() -> String {
+    let admin = required_env("WORLD_TEST_POSTGRES_URL", "an admin URL of a server the tests may create databases on");
+    fresh_postgres_database(&admin).await
 }
 
 /// A new, empty database on the PostgreSQL server `admin` names; returns its URL.

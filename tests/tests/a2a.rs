@@ -7,13 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use world_model::HashRef;
-use world_tests::{Setup, World, fixture, http};
-
-const TRANSITIONS: usize = 10;
-
-fn fixture_world(setup: Setup) -> World {
-    World::published(&fixture("invoke/transitions.json"), TRANSITIONS, setup)
-}
+use world_tests::{INVOKE_TRANSITIONS, Setup, World, a2a_post, http, invoke_fixture};
 
 struct Answer {
     status: StatusCode,
@@ -22,14 +16,7 @@ struct Answer {
 }
 
 async fn post(world: &World, token: &str, body: impl Into<reqwest::Body>) -> Answer {
-    let response = http()
-        .post(world.url("/a2a/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .expect("a2a request");
+    let response = a2a_post(&http(), &world.url("/a2a/"), token).body(body).send().await.expect("a2a request");
     let status = response.status();
     let connection = response.headers().get("connection").map(|v| v.to_str().unwrap_or("").to_owned());
     Answer { status, connection, body: response.text().await.expect("body") }
@@ -59,7 +46,7 @@ async fn assert_error(world: &World, token: &str, body: impl Into<reqwest::Body>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seed_example_completes_and_a_resent_task_returns_the_committed_entry() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let body = send("tasks/send", json!(1), "read-1", skill("tools.echo"), json!({"path":"hello.ail"}));
     let first = post(&world, &token, body.clone()).await;
@@ -100,7 +87,7 @@ async fn the_seed_example_completes_and_a_resent_task_returns_the_committed_entr
 /// once, and an ended session is answered exactly as a session the edge never saw.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_is_admitted_by_its_invocation_against_the_current_registry() {
-    let mut world = fixture_world(Setup::default());
+    let mut world = World::invoke(Setup::default());
     let grants = ["world.apply=world:1000"];
     let token = world.mint("ep1", &grants, 8);
     let minted = Instant::now();
@@ -113,7 +100,7 @@ async fn a_send_is_admitted_by_its_invocation_against_the_current_registry() {
     world.assert_core_calls(0, 3).await;
 
     // A new revision in which the echo transition needs a scope the session was not granted.
-    world.republish_rescoped(&fixture("invoke/transitions.json"), TRANSITIONS, "tools.echo", "elsewhere");
+    world.republish_rescoped(&invoke_fixture(), INVOKE_TRANSITIONS, "tools.echo", "elsewhere");
 
     let stale = post(&world, &token, echo(3)).await;
     let fresh = post(&world, &world.mint("ep2", &grants, 3600), echo(3)).await;
@@ -140,7 +127,7 @@ async fn a_send_is_admitted_by_its_invocation_against_the_current_registry() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_reachable_error_row_is_the_seed_text() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let echo = skill("tools.echo");
 
@@ -236,7 +223,7 @@ async fn every_reachable_error_row_is_the_seed_text() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_without_genesis_has_no_world() {
-    let world = fixture_world(Setup { genesis: false, ..Setup::default() });
+    let world = World::invoke(Setup { genesis: false, ..Setup::default() });
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let body = send("tasks/send", json!(1), "w-1", skill("tools.echo"), json!({}));
     assert_error(&world, &token, body, -32603, "no world is selected; commit a genesis world first", "1").await;
@@ -244,7 +231,7 @@ async fn a_store_without_genesis_has_no_world() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_core_without_an_interpreter_is_not_available() {
-    let world = fixture_world(Setup { interpreter: false, ..Setup::default() });
+    let world = World::invoke(Setup { interpreter: false, ..Setup::default() });
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let message = "transition invocation is not available in this daemon";
     let body = send("tasks/send", json!(1), "u-1", skill("tools.echo"), json!({}));
@@ -262,7 +249,7 @@ async fn a_core_without_an_interpreter_is_not_available() {
 /// them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_past_the_deadline_is_refused_and_closes_the_connection() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let started = Instant::now();
     let body = send("tasks/send", json!(1), "slow-1", skill("tests.spin"), json!({"outer": 100000, "middle": 1000}));

@@ -7,11 +7,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use world_model::HashRef;
-use world_tests::{Setup, World, fixture, http};
-
-fn fixture_world(setup: Setup) -> World {
-    World::published(&fixture("invoke/transitions.json"), 10, setup)
-}
+use world_tests::{Setup, World, http};
 
 /// Posts `body` to `/a2a/` of `base` with the bearer (when given) and `A2A-Version` (when
 /// given); every answer must be HTTP 200 JSON.
@@ -73,7 +69,7 @@ fn world_ref(body: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_message_commits_once_per_message_id_and_get_task_reads_it_on_any_edge() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
 
     let first =
@@ -143,7 +139,7 @@ async fn send_message_commits_once_per_message_id_and_get_task_reads_it_on_any_e
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a2a_1_0_methods_need_a2a_version_1_0() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let body = send_message(json!(1), "v-1", skill("tools.echo"), json!({}));
     assert_eq!(
@@ -169,7 +165,7 @@ async fn a2a_1_0_methods_need_a2a_version_1_0() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn message_send_speaks_a2a_0_3_exactly_beside_the_seed_shape() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let request = r#"{"jsonrpc":"2.0","id":"r1","method":"message/send","params":{"message":{"kind":"message","messageId":"msg-1","role":"user","parts":[{"kind":"data","data":{"b":2,"a":1}}],"metadata":{"skill_id":"tools.echo"}}}}"#;
     let answer = post(&world, &token, None, request).await;
@@ -203,7 +199,7 @@ async fn message_send_speaks_a2a_0_3_exactly_beside_the_seed_shape() {
 /// messages, the session checks first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_seed_row_answers_the_same_through_each_vocabulary() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let expired = world.mint("ep1", &["world.apply=world:1000"], 0);
     // Expiry has a one-second resolution.
@@ -275,7 +271,7 @@ async fn every_seed_row_answers_the_same_through_each_vocabulary() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_core_without_an_interpreter_is_not_available_through_send_message() {
-    let world = fixture_world(Setup { interpreter: false, ..Setup::default() });
+    let world = World::invoke(Setup { interpreter: false, ..Setup::default() });
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let message = "transition invocation is not available in this daemon";
     let body = send_message(json!(1), "u-1", skill("tools.echo"), json!({}));
@@ -295,7 +291,7 @@ async fn a_core_without_an_interpreter_is_not_available_through_send_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_card_json_is_a2a_1_0_with_0_3_fields_and_agent_json_stays_the_seed_s() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let get = |path: &'static str, token: Option<String>| {
         let mut request = http().get(world.url(path));

@@ -6,19 +6,12 @@
 //!
 //! `WORLD_TEST_PYTHON` names a Python that has the SDK installed; `tests/run.sh` sets it.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::{Value, json};
-use world_tests::{Setup, World, fixture, http};
+use world_tests::{Setup, World, http, run_python_client};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_a2a_sdk_resolves_the_card_sends_resends_and_gets_the_task() {
-    let python = std::env::var_os("WORLD_TEST_PYTHON").expect(
-        "WORLD_TEST_PYTHON is not set: run the tests with tests/run.sh, which makes a virtualenv with a2a-sdk, \
-         or set it to a python with tests/python/requirements.txt installed",
-    );
-    let world = World::published(&fixture("invoke/transitions.json"), 10, Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let denied = world.mint("ep1", &["world.apply=elsewhere:10"], 3600);
 
@@ -39,20 +32,10 @@ async fn the_official_a2a_sdk_resolves_the_card_sends_resends_and_gets_the_task(
     assert_eq!(committed["status"]["state"], "TASK_STATE_COMPLETED", "{first}");
     assert_eq!(world.log_len(&token).await, 2);
 
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/a2a_client.py");
-    let run = Command::new(python)
-        .arg(&script)
-        .arg(world.url(""))
-        .arg(&token)
-        .arg(&denied)
-        .arg("tools.echo")
-        .arg("sdk-1")
-        .arg(r#"{"greeting":"hello","n":1}"#)
-        .output()
-        .expect("run the A2A client");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "the client failed: {}\n{stdout}", String::from_utf8_lossy(&run.stderr));
-    let seen: Value = serde_json::from_str(stdout.trim()).expect("the client prints one JSON object");
+    let seen = run_python_client(
+        "a2a_client.py",
+        &[&world.url(""), &token, &denied, "tools.echo", "sdk-1", r#"{"greeting":"hello","n":1}"#],
+    );
 
     let a2a_url = format!("{}/a2a/", world.url(""));
     assert_eq!(seen["card"]["name"], "ailang-worldd");

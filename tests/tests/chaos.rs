@@ -18,53 +18,12 @@ use serde_json::{Value, json};
 use world_core::genesis::entry_hash;
 use world_core::store::{OpenMode, Receipt, Store, StoreLocation};
 use world_model::{EffectOutcome, HashRef, canonical_value};
-use world_tests::{World, bin, examples_dir, fixture, http};
+use world_tests::{Answer, World, bin, examples_dir, fixture, http, json_rpc, tasks_send};
 
 const CLIENTS: usize = 16;
 /// Calls per client, at most; the run is bounded in time too.
 const CALLS: usize = 300;
 const KILLS: usize = 3;
-
-/// How one answer ended.
-#[derive(Clone, Debug, PartialEq)]
-enum Answer {
-    /// The JSON-RPC result.
-    Result(Value),
-    /// A JSON-RPC error: a clean refusal (the core was down, say).
-    Refused(i64),
-    /// A transport failure or anything that is not one whole JSON-RPC answer.
-    Broken(String),
-}
-
-async fn post(url: &str, token: &str, body: &Value) -> Answer {
-    let response = http()
-        .post(url)
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .body(body.to_string())
-        .send()
-        .await;
-    let text = match response {
-        Ok(response) if response.status() == reqwest::StatusCode::OK => match response.text().await {
-            Ok(text) => text,
-            Err(error) => return Answer::Broken(format!("body: {error}")),
-        },
-        Ok(response) => return Answer::Broken(format!("HTTP {}", response.status())),
-        Err(error) => return Answer::Broken(format!("request: {error}")),
-    };
-    let json = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(&text);
-    match serde_json::from_str::<Value>(json) {
-        Ok(answer) if answer.get("result").is_some() => Answer::Result(answer["result"].clone()),
-        Ok(answer) if answer["error"]["code"].is_i64() => Answer::Refused(answer["error"]["code"].as_i64().unwrap()),
-        _ => Answer::Broken(text),
-    }
-}
-
-fn send(task: &str, skill: &str, data: Value) -> Value {
-    json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{
-        "id":task,"metadata":{"skill_id":skill},"message":{"role":"user","parts":[{"type":"data","data":data}]}}})
-}
 
 /// What the clients saw, for the checks against the store.
 #[derive(Default)]
@@ -99,7 +58,7 @@ async fn client(edge: String, token: String, client: usize, seen: Arc<Seen>, sto
                 } else {
                     ("fx.read", json!({"path": "hello.txt"}))
                 };
-                let answer = post(&a2a, &token, &send(&task, skill, data.clone())).await;
+                let answer = json_rpc(&a2a, &token, &tasks_send(&task, skill, data.clone())).await;
                 if let Answer::Result(result) = &answer {
                     let entry = (token.clone(), skill.to_owned(), data, result.clone());
                     seen.tasks.lock().unwrap().insert(task.clone(), entry);
@@ -110,7 +69,7 @@ async fn client(edge: String, token: String, client: usize, seen: Arc<Seen>, sto
             2 => {
                 let input = json!({"c": client, "i": i, "mcp": true});
                 let call = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"tools_decho","arguments":input}});
-                let answer = post(&mcp, &token, &call).await;
+                let answer = json_rpc(&mcp, &token, &call).await;
                 if let Answer::Result(result) = &answer {
                     if result["structuredContent"]["echo"] != input {
                         seen.violation(format!("MCP echo of {input} answered {result}"));
@@ -122,7 +81,7 @@ async fn client(edge: String, token: String, client: usize, seen: Arc<Seen>, sto
             _ => match mine.get(i % mine.len().max(1)).cloned() {
                 Some(task) => {
                     let (_, skill, data, first) = seen.tasks.lock().unwrap()[&task].clone();
-                    (post(&a2a, &token, &send(&task, &skill, data)).await, Some((task, first)))
+                    (json_rpc(&a2a, &token, &tasks_send(&task, &skill, data)).await, Some((task, first)))
                 }
                 None => continue,
             },
@@ -202,7 +161,7 @@ async fn sixteen_clients_through_three_core_crashes_leave_a_consistent_store() {
 
     // Every task id that succeeded answers its committed result, now the core is steady.
     for (task, (token, skill, data, first)) in &tasks {
-        let again = post(&world.url("/a2a/"), token, &send(task, skill, data.clone())).await;
+        let again = json_rpc(&world.url("/a2a/"), token, &tasks_send(task, skill, data.clone())).await;
         assert_eq!(again, Answer::Result(first.clone()), "resent {task}");
     }
     let mcp_inputs = seen.mcp_inputs.lock().unwrap().clone();
@@ -325,7 +284,7 @@ async fn an_edge_killed_mid_request_leaves_no_half_answers() {
                 while !stop.load(Ordering::Relaxed) && i < 2_000 {
                     let input = json!({"c": c, "i": i});
                     let call = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"tools_decho","arguments":input}});
-                    answers.push((input, post(&format!("{edge_url}/mcp/"), &token, &call).await));
+                    answers.push((input, json_rpc(&format!("{edge_url}/mcp/"), &token, &call).await));
                     i += 1;
                 }
                 answers
@@ -377,15 +336,14 @@ fn owner_tag(pid: u32) -> String {
 }
 
 fn spin_world(env: &[(&str, &str)]) -> World {
-    let setup = world_tests::Setup { env, ..Default::default() };
-    World::published(&fixture("invoke/transitions.json"), 10, setup)
+    World::invoke(world_tests::Setup { env, ..Default::default() })
 }
 
 /// An A2A call of the spin transition that runs until the invocation deadline; its answer's
 /// JSON-RPC error, if it has one.
 fn spin_forever(world: &World, token: &str, task: &str) -> tokio::task::JoinHandle<Value> {
     let (url, token) = (world.url("/a2a/"), token.to_owned());
-    let body = send(task, "tests.spin", json!({"outer": 100000, "middle": 1000}));
+    let body = tasks_send(task, "tests.spin", json!({"outer": 100000, "middle": 1000}));
     tokio::spawn(async move {
         let response = http().post(&url).header("Authorization", format!("Bearer {token}")).json(&body).send().await;
         let answer: Value = response.expect("an answer").json().await.expect("a JSON-RPC answer");
@@ -439,7 +397,7 @@ async fn a_killed_cores_capsule_roots_are_removed_at_the_next_start_and_no_one_e
     let log = world.core.stderr();
     assert!(log.contains("removed 1 capsule and tool roots left by cores no longer running"), "{log}");
     // The restarted core serves, and its own roots come and go.
-    let answer = post(&world.url("/a2a/"), &token, &send("echo-1", "tools.echo", json!({"a": 1}))).await;
+    let answer = json_rpc(&world.url("/a2a/"), &token, &tasks_send("echo-1", "tools.echo", json!({"a": 1}))).await;
     assert!(matches!(&answer, Answer::Result(result) if result["status"]["state"] == "completed"), "{answer:?}");
     let mut expected = [live.as_str(), "world-capsule-unmarked", "world-tool-x"];
     expected.sort();
@@ -460,10 +418,10 @@ async fn refused_requests_write_no_error_lines_while_a_tampered_interpreter_does
     let mcp = world.url("/mcp/");
     let tool_call = |name: &str, arguments: Value| json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":name,"arguments":arguments}});
     let refused = [
-        (&a2a, send("has a space", "tools.echo", json!({"a": 1}))),
-        (&a2a, send(&long, "tools.echo", json!({"a": 1}))),
-        (&a2a, send("unknown-skill", "no.such.skill", json!({"a": 1}))),
-        (&a2a, send("bad-args", "tests.spin", json!({"outer": "many"}))),
+        (&a2a, tasks_send("has a space", "tools.echo", json!({"a": 1}))),
+        (&a2a, tasks_send(&long, "tools.echo", json!({"a": 1}))),
+        (&a2a, tasks_send("unknown-skill", "no.such.skill", json!({"a": 1}))),
+        (&a2a, tasks_send("bad-args", "tests.spin", json!({"outer": "many"}))),
         (
             &a2a,
             json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{
@@ -481,10 +439,10 @@ async fn refused_requests_write_no_error_lines_while_a_tampered_interpreter_does
         (&mcp, tool_call("tests_dspin", json!({"outer": "many"}))),
     ];
     for (url, body) in &refused {
-        let answer = post(url, &token, body).await;
+        let answer = json_rpc(url, &token, body).await;
         assert!(!matches!(answer, Answer::Result(ref r) if r["isError"] != true), "{body}: {answer:?}");
     }
-    let answer = post(&a2a, "f".repeat(64).as_str(), &send("unknown-session", "tools.echo", json!({}))).await;
+    let answer = json_rpc(&a2a, "f".repeat(64).as_str(), &tasks_send("unknown-session", "tools.echo", json!({}))).await;
     assert_eq!(answer, Answer::Refused(-32001));
     // Read the logs only once the last refusal's line is surely written.
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -555,7 +513,7 @@ async fn refused_requests_write_no_error_lines_while_a_tampered_interpreter_does
 async fn a_store_removed_under_a_serving_core_stops_it_and_calls_in_flight_are_not_committed() {
     let mut world = spin_world(&[]);
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
-    let answer = post(&world.url("/a2a/"), &token, &send("before", "tools.echo", json!({"a": 1}))).await;
+    let answer = json_rpc(&world.url("/a2a/"), &token, &tasks_send("before", "tools.echo", json!({"a": 1}))).await;
     assert!(matches!(&answer, Answer::Result(_)), "{answer:?}");
     let call = spin_forever(&world, &token, "in-flight");
     // The call is running once the core holds an interpreter for it.

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
-use world_tests::{Setup, World, http};
+use world_tests::{Setup, World, run_python_client, tasks_send};
 
 const SE_TOOLS: [&str; 8] = [
     "ailang-check",
@@ -39,9 +39,6 @@ fn preset_session(world: &World, episode: &str, budget: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_writes_checks_fixes_runs_and_reads_a_program_through_the_sdk() {
-    let python = std::env::var_os("WORLD_TEST_PYTHON").expect(
-        "WORLD_TEST_PYTHON is not set: run the tests with tests/run.sh, which makes a virtualenv with the MCP SDK",
-    );
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("agent")).unwrap();
     let world = se_tools_world(root.path());
@@ -60,12 +57,7 @@ async fn an_agent_writes_checks_fixes_runs_and_reads_a_program_through_the_sdk()
         ["examples-search", {"query": "json"}],
         ["ailang-cli", {"op": "version"}],
     ]);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/agent_session.py");
-    let run =
-        Command::new(python).arg(&script).arg(world.url("/mcp/")).arg(&token).arg(calls.to_string()).output().unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&run.stderr));
-    let seen: Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let seen = run_python_client("agent_session.py", &[&world.url("/mcp/"), &token, &calls.to_string()]);
     assert_eq!(seen["tools"], json!(SE_TOOLS), "the preset session sees exactly the coding tools");
     let results = seen["results"].as_array().unwrap();
     for result in results {
@@ -90,18 +82,7 @@ async fn an_agent_writes_checks_fixes_runs_and_reads_a_program_through_the_sdk()
 
     // A refusal is a committed ok:false result, and a budget of N allows N calls of its effect.
     let small = preset_session(&world, "agent", "0");
-    let answer = http()
-        .post(world.url("/a2a/"))
-        .header("Authorization", format!("Bearer {small}"))
-        .header("Content-Type", "application/json")
-        .body(json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"id":"refuse-1","metadata":{"skill_id":"ailang-read"},
-            "message":{"role":"user","parts":[{"type":"data","data":{"path":"/etc/passwd"}}]}}}).to_string())
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let answer = world.a2a(&small, &tasks_send("refuse-1", "ailang-read", json!({"path":"/etc/passwd"}))).await;
     let refused = &answer["result"]["artifacts"][0]["parts"][0]["data"];
     assert_eq!(refused["ok"], false, "{answer}");
     assert!(refused["refused"].as_str().is_some_and(|r| r.contains("/etc/passwd")), "{answer}");
@@ -111,15 +92,7 @@ async fn an_agent_writes_checks_fixes_runs_and_reads_a_program_through_the_sdk()
 /// Runs `calls` through the official MCP SDK (tests/python/agent_session.py) and returns each
 /// call's `{tool, isError, output}`.
 fn sdk_session(world: &World, token: &str, calls: Value) -> Vec<Value> {
-    let python = std::env::var_os("WORLD_TEST_PYTHON").expect(
-        "WORLD_TEST_PYTHON is not set: run the tests with tests/run.sh, which makes a virtualenv with the MCP SDK",
-    );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/agent_session.py");
-    let run =
-        Command::new(python).arg(&script).arg(world.url("/mcp/")).arg(token).arg(calls.to_string()).output().unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&run.stderr));
-    let seen: Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let seen = run_python_client("agent_session.py", &[&world.url("/mcp/"), token, &calls.to_string()]);
     seen["results"].as_array().unwrap().clone()
 }
 

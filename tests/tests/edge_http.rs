@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use world_tests::{World, http};
 
 const ABSENT_REST: &str = r#"{"error":{"class":"SessionAbsent","message":"a session credential is required: no Authorization Bearer header was present"}}"#;
@@ -275,26 +275,30 @@ async fn v1_routes_answer_with_their_documented_statuses_and_messages() {
 async fn the_router_answers_like_go_serve_mux() {
     let world = World::start();
     let client = http();
-    let response = client.get(world.url("/mcp/")).send().await.unwrap();
-    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(response.headers()["allow"], "POST");
-    assert_eq!(response.text().await.unwrap(), "Method Not Allowed\n");
-
-    let response = client.post(world.url("/v1/objects/by-semantic-id/x")).send().await.unwrap();
-    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(response.headers()["allow"], "GET, HEAD");
-
-    let response = client.get(world.url("/nowhere")).send().await.unwrap();
-    assert_eq!(response.status(), StatusCode::NOT_FOUND);
-    assert_eq!(response.text().await.unwrap(), "404 page not found\n");
-
-    let response = client.post(world.url("/mcp?x=1")).send().await.unwrap();
-    assert_eq!(response.status(), StatusCode::MOVED_PERMANENTLY);
-    assert_eq!(response.headers()["location"], "/mcp/?x=1");
-
-    let response = client.get(world.url("/v1/registry")).send().await.unwrap();
-    assert_eq!(response.status(), StatusCode::MOVED_PERMANENTLY);
-    assert_eq!(response.headers()["location"], "/v1/registry/");
+    // (method, path, status, a header it must carry, its body where the seed pins it)
+    let rows = [
+        (Method::GET, "/mcp/", StatusCode::METHOD_NOT_ALLOWED, Some(("allow", "POST")), Some("Method Not Allowed\n")),
+        (
+            Method::POST,
+            "/v1/objects/by-semantic-id/x",
+            StatusCode::METHOD_NOT_ALLOWED,
+            Some(("allow", "GET, HEAD")),
+            None,
+        ),
+        (Method::GET, "/nowhere", StatusCode::NOT_FOUND, None, Some("404 page not found\n")),
+        (Method::POST, "/mcp?x=1", StatusCode::MOVED_PERMANENTLY, Some(("location", "/mcp/?x=1")), None),
+        (Method::GET, "/v1/registry", StatusCode::MOVED_PERMANENTLY, Some(("location", "/v1/registry/")), None),
+    ];
+    for (method, path, status, header, body) in rows {
+        let response = client.request(method.clone(), world.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), status, "{method} {path}");
+        if let Some((name, value)) = header {
+            assert_eq!(response.headers()[name], value, "{method} {path}");
+        }
+        if let Some(body) = body {
+            assert_eq!(response.text().await.unwrap(), body, "{method} {path}");
+        }
+    }
 
     // Oversized commit bodies are refused after the session check.
     let token = world.mint("ep1", &["world.apply=world:10"], 3600);

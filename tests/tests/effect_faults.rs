@@ -9,20 +9,11 @@ use serde_json::{Value, json};
 use world_core::store::{OpenMode, Store, StoreLocation};
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_client::InvocationClient;
-use world_tests::{Setup, World, bin, fixture, http};
+use world_tests::{
+    Setup, World, a2a_invoke, a2a_post, bin, faults_core, fixture, http, scripted_write_args, tasks_send,
+};
 
 const TRANSITIONS: usize = 5;
-
-/// The core build with fault points; `tests/run.sh` builds it.
-fn faults_core() -> PathBuf {
-    let path = bin("world-core").with_file_name("world-core-faults");
-    assert!(
-        path.is_file(),
-        "{} is missing: run tests/run.sh, or cargo build -p world-core --features fault-points --bin world-core-faults",
-        path.display()
-    );
-    path
-}
 
 fn workspace() -> PathBuf {
     let root = tempfile::tempdir().expect("workspace root").keep();
@@ -31,22 +22,11 @@ fn workspace() -> PathBuf {
 }
 
 fn write_task(task: &str, path: &str) -> String {
-    let plan = json!({"plan":"world/effect-plan/v1","finish":false,"result":null,"effects":[
-        {"id":"e1","effect":"Workspace.Write","scope":"worktree","cost":1,"payload":{"op":"write","path":path,"content":"written"}}]});
-    json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"id":task,"metadata":{"skill_id":"fx.scripted_write"},
-        "message":{"role":"user","parts":[{"type":"data","data":{"plan":plan}}]}}})
-    .to_string()
+    tasks_send(task, "fx.scripted_write", scripted_write_args(path)).to_string()
 }
 
 async fn a2a(world: &World, token: &str, body: String) -> Option<Value> {
-    let response = http()
-        .post(world.url("/a2a/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .ok()?;
+    let response = a2a_post(&http(), &world.url("/a2a/"), token).body(body).send().await.ok()?;
     response.json().await.ok()
 }
 
@@ -103,23 +83,13 @@ async fn invoke(
     token: &str,
     task: &str,
 ) -> pb::invoke_reply::Outcome {
-    let mut request = tonic::Request::new(pb::InvokeRequest {
-        surface: "a2a".into(),
-        transition_id: "fx.read".into(),
-        task_id: task.into(),
-        arguments: br#"{"path":"hello.txt"}"#.to_vec(),
-        transition_fn: String::new(),
-        ..Default::default()
-    });
-    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().expect("metadata"));
+    let request = a2a_invoke(token, "fx.read", task, br#"{"path":"hello.txt"}"#);
     client.invoke(request).await.expect("invoke").into_inner().outcome.expect("an outcome")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_cores_on_postgres_serialise_one_episodes_effects() {
-    let admin = std::env::var("WORLD_TEST_POSTGRES_URL")
-        .expect("WORLD_TEST_POSTGRES_URL must name a PostgreSQL server: run tests/run.sh, which starts one");
-    let url = world_tests::fresh_postgres_database(&admin).await;
+    let url = world_tests::fresh_postgres_store().await;
     let dir = tempfile::tempdir().expect("temp dir");
     let artifacts = dir.path().join("artifacts");
     let store = PathBuf::from(&url);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use world_tests::{Setup, World, fixture, http};
+use world_tests::{Setup, World, fixture, http, tasks_send};
 
 const TRANSITIONS: usize = 5;
 const READ: &str = "Workspace.Read=worktree";
@@ -28,23 +28,8 @@ fn effect_world() -> (World, PathBuf) {
     (world, root)
 }
 
-fn send(task: &str, skill: &str, data: Value) -> String {
-    json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{
-        "id":task,"metadata":{"skill_id":skill},"message":{"role":"user","parts":[{"type":"data","data":data}]}}})
-    .to_string()
-}
-
 async fn a2a(world: &World, token: &str, task: &str, skill: &str, data: Value) -> Value {
-    let response = http()
-        .post(world.url("/a2a/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .body(send(task, skill, data))
-        .send()
-        .await
-        .expect("a2a request");
-    assert_eq!(response.status(), 200);
-    response.json().await.expect("a JSON-RPC answer")
+    world.a2a(token, &tasks_send(task, skill, data)).await
 }
 
 /// The output object of a successful A2A call.

@@ -10,19 +10,12 @@
 //! (a Chromium executable) must be set: `tests/run.sh` provides both.
 
 use std::path::Path;
-use std::process::Command;
 
-use world_tests::{Setup, World, fixture, http};
-
-fn required(name: &str, what: &str) -> String {
-    std::env::var(name)
-        .unwrap_or_else(|_| panic!("{name} is not set: run the tests with tests/run.sh, or set it to {what}"))
-}
+use world_tests::{Setup, World, fixture, http, python_script, required_env, tasks_send};
 
 #[test]
 fn the_explorer_shows_the_session_the_log_and_verified_provenance_in_a_browser() {
-    let python = required("WORLD_TEST_PYTHON", "a python with tests/python/requirements.txt installed");
-    let chromium = required("WORLD_TEST_CHROMIUM", "a Chromium executable (Debian: apt-get install chromium)");
+    let chromium = required_env("WORLD_TEST_CHROMIUM", "a Chromium executable (Debian: apt-get install chromium)");
     let root = tempfile::tempdir().expect("workspace root");
     std::fs::create_dir(root.path().join("ep1")).expect("episode worktree");
     std::fs::write(root.path().join("ep1/hello.txt"), "hello, explorer\n").expect("sample file");
@@ -38,8 +31,7 @@ fn the_explorer_shows_the_session_the_log_and_verified_provenance_in_a_browser()
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("explorer-screenshots");
     let _ = std::fs::remove_dir_all(&shots);
 
-    let run = Command::new(python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/explorer.py"))
+    let run = python_script("explorer.py")
         .arg(&world.edge_url)
         .arg(&token)
         .arg(&other)
@@ -108,19 +100,8 @@ async fn the_explorer_routes_follow_the_v1_rules() {
 
     // Five calls, read back two at a time by following `next`: each once, newest first.
     for n in 0..5 {
-        let body = serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{
-            "id": format!("page-{n}"),"metadata":{"skill_id":"tools.echo"},
-            "message":{"role":"user","parts":[{"type":"data","data":{"n":n}}]}}});
-        let answer: serde_json::Value = http()
-            .post(world.url("/a2a/"))
-            .header("Authorization", format!("Bearer {token}"))
-            .json(&body)
-            .send()
-            .await
-            .expect("tasks/send")
-            .json()
-            .await
-            .expect("JSON-RPC");
+        let answer =
+            world.a2a(&token, &tasks_send(&format!("page-{n}"), "tools.echo", serde_json::json!({"n":n}))).await;
         assert!(answer.get("error").is_none(), "{answer}");
     }
     let mut seen = Vec::new();

@@ -14,54 +14,27 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_client::InvocationClient;
-use world_tests::{World, bin, fixture, http};
+use world_tests::{
+    Answer, World, a2a_invoke, a2a_post, bin, faults_core, fixture, http, json_rpc, scripted_write_args, tasks_send,
+};
 
-/// How an answer to one `tools/call` ended.
-#[derive(Debug, PartialEq, Eq)]
-enum Answer {
-    Result,
-    /// A JSON-RPC error: a clean refusal.
-    Error(i64),
-    /// Anything else: an HTTP failure, a cut reply, a body that is not one JSON-RPC answer.
-    Broken(String),
-}
-
+/// One `tools/call` of `tools_decho` on `n`; a result that is not that echo is broken.
 async fn call_echo(edge: &str, token: &str, n: u64) -> Answer {
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{"name":"tools_decho","arguments":{{"n":{n}}}}}}}"#
-    );
-    let response = http()
-        .post(format!("{edge}/mcp/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .body(body)
-        .send()
-        .await;
-    let response = match response {
-        Ok(response) => response,
-        Err(error) => return Answer::Broken(format!("request: {error}")),
-    };
-    let status = response.status();
-    let text = match response.text().await {
-        Ok(text) => text,
-        Err(error) => return Answer::Broken(format!("body: {error}")),
-    };
-    if status != reqwest::StatusCode::OK {
-        return Answer::Broken(format!("HTTP {status}: {text}"));
-    }
-    let json = text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(&text);
-    match serde_json::from_str::<Value>(json) {
-        Ok(answer) if answer["result"]["structuredContent"]["echo"]["n"] == n => Answer::Result,
-        Ok(answer) if answer["error"]["code"].is_i64() => Answer::Error(answer["error"]["code"].as_i64().unwrap()),
-        _ => Answer::Broken(text),
+    let body =
+        json!({"jsonrpc":"2.0","id":n,"method":"tools/call","params":{"name":"tools_decho","arguments":{"n":n}}});
+    match json_rpc(&format!("{edge}/mcp/"), token, &body).await {
+        Answer::Result(result) if result["structuredContent"]["echo"]["n"] != n => {
+            Answer::Broken(format!("not the echo of {n}: {result}"))
+        }
+        answer => answer,
     }
 }
 
 /// `count` calls, one after another; all must succeed.
 async fn all_succeed(edge: &str, token: &str, count: u64, phase: &str) {
     for n in 0..count {
-        assert_eq!(call_echo(edge, token, n).await, Answer::Result, "{phase}: call {n}");
+        let answer = call_echo(edge, token, n).await;
+        assert!(matches!(answer, Answer::Result(_)), "{phase}: call {n}: {answer:?}");
     }
 }
 
@@ -76,9 +49,7 @@ async fn invocations(metrics: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edge_keeps_serving_while_one_of_two_cores_dies_and_returns() {
-    let admin = std::env::var("WORLD_TEST_POSTGRES_URL")
-        .expect("WORLD_TEST_POSTGRES_URL must name a PostgreSQL server: run tests/run.sh, which starts one");
-    let url = world_tests::fresh_postgres_database(&admin).await;
+    let url = world_tests::fresh_postgres_store().await;
     let dir = tempfile::tempdir().expect("temp dir");
     let artifacts = dir.path().join("artifacts");
     let store = PathBuf::from(&url);
@@ -120,7 +91,7 @@ async fn an_edge_keeps_serving_while_one_of_two_cores_dies_and_returns() {
     }
     let broken: Vec<&Answer> = answers.iter().filter(|a| matches!(a, Answer::Broken(_))).collect();
     assert!(broken.is_empty(), "every answer is whole while a core dies: {broken:?}");
-    assert!(answers.iter().filter(|a| **a == Answer::Result).count() > 10, "calls went on: {answers:?}");
+    assert!(answers.iter().filter(|a| matches!(a, Answer::Result(_))).count() > 10, "calls went on: {answers:?}");
 
     all_succeed(&edge, &token, 20, "core A dead").await;
 
@@ -136,59 +107,26 @@ async fn an_edge_keeps_serving_while_one_of_two_cores_dies_and_returns() {
             "the returned core never served a call; the edge's log:\n{}",
             edge_process.stderr()
         );
-        assert_eq!(call_echo(&edge, &token, n).await, Answer::Result, "core A back: call {n}");
+        let answer = call_echo(&edge, &token, n).await;
+        assert!(matches!(answer, Answer::Result(_)), "core A back: call {n}: {answer:?}");
         n += 1;
     }
     all_succeed(&edge, &token, 20, "both cores up again").await;
 }
 
-/// The core build with fault points; `tests/run.sh` builds it.
-fn faults_core() -> PathBuf {
-    let path = bin("world-core").with_file_name("world-core-faults");
-    assert!(
-        path.is_file(),
-        "{} is missing: run tests/run.sh, or cargo build -p world-core --features fault-points --bin world-core-faults",
-        path.display()
-    );
-    path
-}
-
-/// The arguments of `fx.scripted_write` writing `path` in the episode's worktree.
-fn write_args(path: &str) -> Value {
-    json!({"plan":{"plan":"world/effect-plan/v1","finish":false,"result":null,"effects":[
-        {"id":"e1","effect":"Workspace.Write","scope":"worktree","cost":1,
-         "payload":{"op":"write","path":path,"content":"written"}}]}})
-}
-
 /// `fx.scripted_write` of `path` as the A2A task `task`, straight to one core.
 async fn invoke_write(core: &str, token: &str, task: &str, path: &str) -> Result<pb::invoke_reply::Outcome, String> {
     let mut client = InvocationClient::connect(format!("http://{core}")).await.map_err(|e| e.to_string())?;
-    let mut request = tonic::Request::new(pb::InvokeRequest {
-        surface: "a2a".into(),
-        transition_id: "fx.scripted_write".into(),
-        task_id: task.into(),
-        arguments: write_args(path).to_string().into_bytes(),
-        transition_fn: String::new(),
-        mcp_tool: String::new(),
-    });
-    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().expect("metadata"));
+    let request = a2a_invoke(token, "fx.scripted_write", task, scripted_write_args(path).to_string().as_bytes());
     let reply = client.invoke(request).await.map_err(|e| e.to_string())?;
     reply.into_inner().outcome.ok_or_else(|| "no outcome".to_owned())
 }
 
 /// The same task resent through the edge as the seed's `tasks/send`.
 async fn resend_write(edge: &str, token: &str, task: &str, path: &str) -> Value {
-    let body = json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"id":task,
-        "metadata":{"skill_id":"fx.scripted_write"},
-        "message":{"role":"user","parts":[{"type":"data","data":write_args(path)}]}}});
-    let response = http()
-        .post(format!("{edge}/a2a/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("POST /a2a/");
+    let body = tasks_send(task, "fx.scripted_write", scripted_write_args(path));
+    let response =
+        a2a_post(&http(), &format!("{edge}/a2a/"), token).body(body.to_string()).send().await.expect("POST /a2a/");
     response.json().await.expect("a JSON-RPC answer")
 }
 
@@ -222,9 +160,7 @@ fn worktrees(root: &Path, episodes: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_cores_task_ids_resolve_on_the_other_and_its_recovery_names_only_its_own_intents() {
-    let admin = std::env::var("WORLD_TEST_POSTGRES_URL")
-        .expect("WORLD_TEST_POSTGRES_URL must name a PostgreSQL server: run tests/run.sh, which starts one");
-    let url = world_tests::fresh_postgres_database(&admin).await;
+    let url = world_tests::fresh_postgres_store().await;
     let dir = tempfile::tempdir().expect("temp dir");
     let store = PathBuf::from(&url);
     let artifacts = dir.path().join("artifacts");

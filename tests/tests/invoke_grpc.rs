@@ -3,12 +3,11 @@
 
 use std::collections::BTreeSet;
 
-use tonic::metadata::MetadataValue;
 use world_core::store::{OpenMode, Store, StoreLocation};
 use world_model::HashRef;
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_client::InvocationClient;
-use world_tests::World;
+use world_tests::{World, a2a_invoke, authorized};
 
 type Client = InvocationClient<tonic::transport::Channel>;
 
@@ -17,21 +16,12 @@ async fn client(world: &World) -> Client {
 }
 
 async fn invoke(client: &mut Client, token: &str, task: &str, arguments: &str) -> pb::invoke_reply::Outcome {
-    let request = pb::InvokeRequest {
-        surface: "a2a".into(),
-        transition_id: "tools.echo".into(),
-        task_id: task.into(),
-        arguments: arguments.as_bytes().to_vec(),
-        ..Default::default()
-    };
-    send(client, token, request).await
+    let request = a2a_invoke(token, "tools.echo", task, arguments.as_bytes());
+    client.invoke(request).await.expect("invoke rpc").into_inner().outcome.expect("an outcome")
 }
 
 async fn send(client: &mut Client, token: &str, message: pb::InvokeRequest) -> pb::invoke_reply::Outcome {
-    let mut request = tonic::Request::new(message);
-    let value: MetadataValue<_> = format!("Bearer {token}").parse().unwrap();
-    request.metadata_mut().insert("authorization", value);
-    client.invoke(request).await.expect("invoke rpc").into_inner().outcome.expect("an outcome")
+    client.invoke(authorized(message, token)).await.expect("invoke rpc").into_inner().outcome.expect("an outcome")
 }
 
 fn invoked(outcome: pb::invoke_reply::Outcome) -> pb::Invoked {
@@ -174,11 +164,7 @@ async fn concurrent_distinct_calls_all_commit_and_one_task_id_runs_once() {
 /// all commit, the log stays gapless and a task id still runs once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_cores_on_one_postgres_database_share_one_log() {
-    let admin = std::env::var("WORLD_TEST_POSTGRES_URL").expect(
-        "WORLD_TEST_POSTGRES_URL is not set: run the tests with tests/run.sh, which starts a throwaway PostgreSQL, \
-         or set it to an admin URL of a server the tests may create databases on",
-    );
-    let url = world_tests::fresh_postgres_database(&admin).await;
+    let url = world_tests::fresh_postgres_store().await;
     let dir = tempfile::tempdir().unwrap();
     let artifacts = dir.path().join("artifacts");
     let first = World::echo_core_on(dir, url.clone().into(), Some(&artifacts), &["--max-subprocesses", "32"], &[]);
@@ -236,16 +222,13 @@ async fn a_call_beyond_the_subprocess_slots_is_refused_not_queued() {
 
     let slow_token = token.clone();
     let slow = tokio::spawn(async move {
-        let mut request = tonic::Request::new(pb::InvokeRequest {
-            surface: "a2a".into(),
-            transition_id: "tools.slow".into(),
-            task_id: "slow-1".into(),
-            arguments: b"{}".to_vec(),
-            transition_fn: String::new(),
-            ..Default::default()
-        });
-        request.metadata_mut().insert("authorization", format!("Bearer {slow_token}").parse().unwrap());
-        slow_client.invoke(request).await.unwrap().into_inner().outcome.unwrap()
+        slow_client
+            .invoke(a2a_invoke(&slow_token, "tools.slow", "slow-1", b"{}"))
+            .await
+            .unwrap()
+            .into_inner()
+            .outcome
+            .unwrap()
     });
     // The slow call holds the one slot once its interpreter runs.
     let waited = std::time::Instant::now();
@@ -306,24 +289,11 @@ fn capsule_run(core: i32) -> Option<(i32, std::path::PathBuf)> {
 /// A world whose core is running the spin transition (for as long as its deadline allows),
 /// and the run's pid and capsule root.
 async fn spinning(core_args: &[&str]) -> (World, tokio::task::JoinHandle<()>, i32, std::path::PathBuf) {
-    let world = World::published(
-        &world_tests::fixture("invoke/transitions.json"),
-        10,
-        world_tests::Setup { genesis: true, interpreter: true, core_args, ..Default::default() },
-    );
+    let world = World::invoke(world_tests::Setup { core_args, ..Default::default() });
     let token = world.mint("ep1", &["world.apply=world:10"], 3600);
     let mut client = client(&world).await;
     let spin = tokio::spawn(async move {
-        let mut request = tonic::Request::new(pb::InvokeRequest {
-            surface: "a2a".into(),
-            transition_id: "tests.spin".into(),
-            task_id: "spin-forever".into(),
-            arguments: br#"{"outer":100000000}"#.to_vec(),
-            transition_fn: String::new(),
-            ..Default::default()
-        });
-        request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
-        let _ = client.invoke(request).await;
+        let _ = client.invoke(a2a_invoke(&token, "tests.spin", "spin-forever", br#"{"outer":100000000}"#)).await;
     });
     for _ in 0..100 {
         if let Some((pid, root)) = capsule_run(world.core.pid()) {
@@ -386,11 +356,8 @@ async fn a_run_is_prepared_alike_forked_or_spawned() {
 /// A fork server that dies is started again for the next run; the runs go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_fork_server_is_started_again() {
-    let world = World::published(
-        &world_tests::fixture("invoke/transitions.json"),
-        10,
-        world_tests::Setup { core_args: &["--interpreter-runs", "forked"], ..Default::default() },
-    );
+    let world =
+        World::invoke(world_tests::Setup { core_args: &["--interpreter-runs", "forked"], ..Default::default() });
     let token = world.mint("ep1", &["world.apply=world:10"], 3600);
     let mut client = client(&world).await;
     let server = || {

@@ -6,15 +6,10 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use world_tests::{Setup, World, fixture, http};
+use world_tests::{INVOKE_TOOLS, INVOKE_TRANSITIONS, Setup, World, http, invoke_fixture};
 
-const TRANSITIONS: usize = 10;
 const JSON: &str = "application/json";
 const SSE: &str = "text/event-stream";
-
-fn fixture_world(setup: Setup) -> World {
-    World::published(&fixture("invoke/transitions.json"), TRANSITIONS, setup)
-}
 
 struct Answer {
     status: StatusCode,
@@ -65,37 +60,40 @@ fn call(id: i64, name: &str, arguments: Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_requirement_and_error_row() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let url = world.edge_url.as_str();
     let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let bad = |message: &str, id: &str| format!("{}\n", rpc_error(id, -32600, message));
 
-    // Content-Type, then Accept: both types literally, wildcards do not count.
-    let content_type = "Content-Type must be application/json";
-    for value in [None, Some("text/plain"), Some("application/jsonx")] {
-        let answer = post_with(url, &token, ping, |r| {
-            let r = r.header("Accept", "application/json, text/event-stream");
-            match value {
-                Some(value) => r.header("Content-Type", value),
-                None => r,
-            }
-        })
-        .await;
-        assert_answer(&answer, 400, JSON, &bad(content_type, "1"), &format!("content type {value:?}"));
-    }
-    let accept = "Accept must list both application/json and text/event-stream";
-    for value in [None, Some("application/json"), Some("text/event-stream"), Some("*/*"), Some("application/json, */*")]
-    {
-        let answer = post_with(url, &token, ping, |r| {
-            let r = r.header("Content-Type", "application/json; charset=utf-8");
-            match value {
-                Some(value) => r.header("Accept", value),
-                None => r,
-            }
-        })
-        .await;
-        assert_answer(&answer, 400, JSON, &bad(accept, "1"), &format!("accept {value:?}"));
+    // Content-Type, then Accept (the other header conforming): both types literally, wildcards
+    // do not count.
+    let rows = [
+        (
+            "Content-Type",
+            ("Accept", "application/json, text/event-stream"),
+            &[None, Some("text/plain"), Some("application/jsonx")][..],
+            "Content-Type must be application/json",
+        ),
+        (
+            "Accept",
+            ("Content-Type", "application/json; charset=utf-8"),
+            &[None, Some("application/json"), Some("text/event-stream"), Some("*/*"), Some("application/json, */*")][..],
+            "Accept must list both application/json and text/event-stream",
+        ),
+    ];
+    for (header, (other, valid), values, message) in rows {
+        for value in values {
+            let answer = post_with(url, &token, ping, |r| {
+                let r = r.header(other, valid);
+                match value {
+                    Some(value) => r.header(header, *value),
+                    None => r,
+                }
+            })
+            .await;
+            assert_answer(&answer, 400, JSON, &bad(message, "1"), &format!("{header} {value:?}"));
+        }
     }
     let answer = post_with(url, &token, ping, |r| {
         conforming(r).header("Accept", "text/event-stream").header("Content-Type", "application/json")
@@ -191,7 +189,7 @@ async fn every_request_requirement_and_error_row() {
 /// unknown at once, and an ended session is answered exactly as a session the edge never saw.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_is_admitted_by_its_invocation_against_the_current_registry() {
-    let mut world = fixture_world(Setup::default());
+    let mut world = World::invoke(Setup::default());
     let grants = ["world.apply=world:1000"];
     let token = world.mint("ep1", &grants, 8);
     let minted = Instant::now();
@@ -207,7 +205,7 @@ async fn a_call_is_admitted_by_its_invocation_against_the_current_registry() {
     world.assert_core_calls(0, 3).await;
 
     // A new revision in which the echo transition needs a scope the session was not granted.
-    world.republish_rescoped(&fixture("invoke/transitions.json"), TRANSITIONS, "tools.echo", "elsewhere");
+    world.republish_rescoped(&invoke_fixture(), INVOKE_TRANSITIONS, "tools.echo", "elsewhere");
 
     let stale = post(url, &token, echo.clone()).await;
     let fresh = post(url, &world.mint("ep2", &grants, 3600), echo.clone()).await;
@@ -232,7 +230,7 @@ async fn a_call_is_admitted_by_its_invocation_against_the_current_registry() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_methods_answer_with_one_sse_event() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let url = world.edge_url.as_str();
 
@@ -264,19 +262,7 @@ async fn the_methods_answer_with_one_sse_event() {
     let listed: Value = serde_json::from_str(data).unwrap();
     let names: Vec<&str> =
         listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        [
-            "tests_darray",
-            "tests_ddivide",
-            "tests_dintmain",
-            "tests_dnamed",
-            "tests_dnomain",
-            "tests_dspin",
-            "tests_duntyped_uschema",
-            "tools_decho"
-        ]
-    );
+    assert_eq!(names, INVOKE_TOOLS);
     assert!(data.contains(r#"{"name":"tools_decho","description":"quickstart transition: returns its arguments under \"echo\"","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}"#), "{data}");
     assert!(
         data.contains(r#"{"name":"tests_duntyped_uschema","inputSchema":{"properties":{"n":{"type":"integer"}},"type":"object"},"outputSchema":{"type":"object"}}"#),
@@ -356,7 +342,7 @@ async fn spin_arguments(url: &str, token: &str, seconds: f64) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn more_concurrent_calls_than_slots_are_refused_as_capacity_exceeded() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     // A short slot wait makes the refusal come long before any call ends: 8 calls sharing
     // this machine's cores hold every slot for about 4 s while the other 4 wait 1 s. Much
@@ -390,7 +376,7 @@ async fn more_concurrent_calls_than_slots_are_refused_as_capacity_exceeded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slot_stays_taken_until_the_callback_returns_even_when_its_client_left() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let (_edge, url) = world.extra_edge(&["--callback-slots", "1", "--callback-slot-wait", "500ms"]);
     // Long enough that a loaded machine cannot finish it before the ping below; the core's
@@ -429,7 +415,7 @@ async fn a_slot_stays_taken_until_the_callback_returns_even_when_its_client_left
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_past_the_callback_timeout_answers_the_whole_post_as_timed_out() {
-    let world = fixture_world(Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let (_edge, url) = world.extra_edge(&["--callback-timeout", "1s"]);
     // Several times the timeout, so even a loaded machine is still running it when it ends.

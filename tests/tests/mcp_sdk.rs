@@ -5,11 +5,8 @@
 //! `WORLD_TEST_PYTHON` names a Python that has them installed (a virtualenv's `python`).
 //! Without it the test fails: `tests/run.sh` makes that virtualenv and sets it.
 
-use std::path::Path;
-use std::process::Command;
-
-use serde_json::{Value, json};
-use world_tests::{Setup, World, fixture};
+use serde_json::json;
+use world_tests::{INVOKE_TOOLS, Setup, World, run_python_client};
 
 #[test]
 fn the_official_python_sdk_initializes_lists_and_calls_the_echo_tool() {
@@ -22,24 +19,10 @@ fn fastmcp_s_client_initializes_lists_and_calls_the_echo_tool() {
 }
 
 fn sees_the_surface_and_calls_echo(client: &str) {
-    let python = std::env::var_os("WORLD_TEST_PYTHON").expect(
-        "WORLD_TEST_PYTHON is not set: run the tests with tests/run.sh, which makes a virtualenv with the MCP SDK, \
-         or set it to a python with tests/python/requirements.txt installed",
-    );
-    let world = World::published(&fixture("invoke/transitions.json"), 10, Setup::default());
+    let world = World::invoke(Setup::default());
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python").join(client);
-    let run = Command::new(python)
-        .arg(&script)
-        .arg(world.url("/mcp/"))
-        .arg(&token)
-        .arg("tools_decho")
-        .arg(r#"{"greeting":"hello","n":1}"#)
-        .output()
-        .expect("run the MCP client");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{client} failed: {}\n{stdout}", String::from_utf8_lossy(&run.stderr));
-    let seen: Value = serde_json::from_str(stdout.trim()).expect("the client prints one JSON object");
+    let seen =
+        run_python_client(client, &[&world.url("/mcp/"), &token, "tools_decho", r#"{"greeting":"hello","n":1}"#]);
     assert_eq!(seen["serverName"], "ailang-worldd");
     assert!(
         ["2025-11-25", "2025-06-18", "2025-03-26"].contains(&seen["protocolVersion"].as_str().unwrap_or("")),
@@ -47,19 +30,7 @@ fn sees_the_surface_and_calls_echo(client: &str) {
     );
     // The session's surface only: neither the transition under another scope nor the one
     // whose name would be too long.
-    assert_eq!(
-        seen["tools"],
-        json!([
-            "tests_darray",
-            "tests_ddivide",
-            "tests_dintmain",
-            "tests_dnamed",
-            "tests_dnomain",
-            "tests_dspin",
-            "tests_duntyped_uschema",
-            "tools_decho"
-        ])
-    );
+    assert_eq!(seen["tools"], json!(INVOKE_TOOLS));
     assert_eq!(seen["isError"], false);
     assert_eq!(seen["structuredContent"], json!({"echo":{"greeting":"hello","n":1}}));
     assert_eq!(seen["text"], json!([r#"{"echo":{"greeting":"hello","n":1}}"#]));

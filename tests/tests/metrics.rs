@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use world_tests::{World, http};
+use world_tests::{World, http, tasks_send};
 
 /// Every sample line of a text exposition: `name{labels} value`.
 fn parse(text: &str) -> BTreeMap<String, f64> {
@@ -35,28 +35,14 @@ async fn counters_move_with_traffic() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("world.db");
     let mut world = World::echo_core_on(dir, store, None, &["--metrics-listen", &listen], &[]);
-    let (edge, edge_url) = world_tests::start_edge(&[&world.core_addr], world.dir.path(), &[]);
-    world.edge = Some(edge);
-    world.edge_url = edge_url;
+    world.attach_edge(&[], &[]);
     let token = world.mint("ep1", &["world.apply=world:10"], 3600);
     let core_metrics = format!("http://{listen}/metrics");
 
     let before_core = scrape(&core_metrics).await;
     let before_edge = scrape(&world.url("/metrics")).await;
     for task in ["m-1", "m-2"] {
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{{"id":"{task}","metadata":{{"skill_id":"tools.echo"}},"message":{{"role":"user","parts":[{{"type":"data","data":{{"a":1}}}}]}}}}}}"#
-        );
-        let reply: serde_json::Value = http()
-            .post(world.url("/a2a/"))
-            .header("Authorization", format!("Bearer {token}"))
-            .body(body)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let reply = world.a2a(&token, &tasks_send(task, "tools.echo", serde_json::json!({"a":1}))).await;
         assert_eq!(reply["result"]["status"]["state"], "completed");
     }
     let after_core = scrape(&core_metrics).await;

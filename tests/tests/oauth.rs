@@ -6,31 +6,24 @@
 //!
 //! `WORLD_TEST_PYTHON` and `WORLD_TEST_CHROMIUM` must be set: `tests/run.sh` provides both.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use world_model::Credential;
 use world_model::oauth::s256_challenge;
-use world_tests::otlp::grpc_receiver;
-use world_tests::{Setup, World, bin, fixture, http, run_attended};
+use world_tests::otlp::{export_env, grpc_receiver, spans_text};
+use world_tests::{Setup, World, bin, http, lines_of, mcp_post, python_script, required_env, run_attended};
 
 const GRANT: &str = "world.apply=world:1000";
 const VERIFIER: &str = "a-verifier-of-the-test-that-is-long-enough-for-pkce-0123456789";
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
 
-fn required(name: &str, what: &str) -> String {
-    std::env::var(name)
-        .unwrap_or_else(|_| panic!("{name} is not set: run the tests with tests/run.sh, or set it to {what}"))
-}
-
 fn world() -> World {
-    World::published(&fixture("invoke/transitions.json"), 10, Setup::default())
+    World::invoke(Setup::default())
 }
 
 /// `world-core session approve CODE` answered `y` at its terminal prompt.
@@ -50,32 +43,16 @@ fn sessions(world: &World) -> Vec<Value> {
 
 /// The status of `tools/list` on `/mcp/` with `token`.
 async fn mcp_status(world: &World, token: &str) -> StatusCode {
-    http()
-        .post(world.url("/mcp/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .body(TOOLS_LIST)
-        .send()
-        .await
-        .expect("POST /mcp/")
-        .status()
+    mcp_post(&http(), &world.url("/mcp/"), token).body(TOOLS_LIST).send().await.expect("POST /mcp/").status()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mcp_sdk_signs_in_through_the_approval_page_calls_refreshes_and_is_revoked() {
-    let python = required("WORLD_TEST_PYTHON", "a python with tests/python/requirements.txt installed");
-    let chromium = required("WORLD_TEST_CHROMIUM", "a Chromium executable (Debian: apt-get install chromium)");
+    let chromium = required_env("WORLD_TEST_CHROMIUM", "a Chromium executable (Debian: apt-get install chromium)");
     let (endpoint, spans) = grpc_receiver().await;
-    let env = [
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
-        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
-        ("RUST_LOG", "debug"),
-    ];
-    let world = World::published(&fixture("invoke/transitions.json"), 10, Setup { env: &env, ..Setup::default() });
-    let mut client = Command::new(python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/oauth_client.py"))
+    let env = [export_env(&endpoint, "grpc").as_slice(), &[("RUST_LOG", "debug")]].concat();
+    let world = World::invoke(Setup { env: &env, ..Setup::default() });
+    let mut client = python_script("oauth_client.py")
         .arg(world.url("/mcp/"))
         .arg(&chromium)
         .arg("tools_decho")
@@ -85,14 +62,7 @@ async fn the_mcp_sdk_signs_in_through_the_approval_page_calls_refreshes_and_is_r
         .spawn()
         .expect("run the OAuth client");
     let stdout = client.stdout.take().expect("piped stdout");
-    let (lines, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let received = lines_of(stdout);
     let mut seen: Option<Value> = None;
     let mut terminal = String::new();
     while let Ok(line) = received.recv_timeout(Duration::from_secs(180)) {
@@ -166,23 +136,10 @@ async fn the_mcp_sdk_signs_in_through_the_approval_page_calls_refreshes_and_is_r
     assert!(sessions(&world).is_empty());
 
     // No code, token or verifier reached a log line or a span.
-    let World { core, edge, .. } = world;
-    let edge = edge.expect("an edge");
-    let (core_log, edge_log) = (core.stderr_log.clone(), edge.stderr_log.clone());
-    assert!(edge.terminate().success());
-    assert!(core.terminate().success());
-    let logs = std::fs::read_to_string(core_log).unwrap() + &std::fs::read_to_string(edge_log).unwrap();
+    let (core_log, edge_log) = world.stop();
+    let logs = core_log + &edge_log;
     assert!(logs.contains("DEBUG"), "both processes logged at debug level");
-    let received = spans.wait_for(Duration::from_secs(10), |s| {
-        s.iter().any(|s| s.service == "world-edge") && s.iter().any(|s| s.service == "world-core")
-    });
-    let spans_text: String = received
-        .iter()
-        .map(|span| {
-            let attributes: Vec<String> = span.attributes.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            format!("{} {} {}\n", span.name, span.status_message, attributes.join(" "))
-        })
-        .collect();
+    let spans_text = spans_text(&spans);
     let mut secrets: Vec<&str> = access.iter().chain(refresh.iter()).copied().collect();
     secrets.push(seen["authorizationCode"].as_str().expect("the authorization code"));
     secrets.extend(seen["verifiers"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()));

@@ -150,40 +150,31 @@ async fn a_changed_source_makes_revision_two_with_revision_one_as_parent() {
 
 #[tokio::test]
 async fn a_source_importing_world_is_refused_with_ldr001_and_nothing_is_written() {
-    let fixture = Fixture::served();
-    std::fs::write(
-        fixture.path("bad.ail"),
+    refused_source(
         "module quickstart/bad\n\nimport world/kernel (commit)\n\nexport func main(input: string) -> string {\n  input\n}\n",
+        "LDR001",
     )
-    .unwrap();
-    fixture.manifest("bad.json", &[("tools.bad", "bad.ail")]);
-    let run = fixture.publish("bad.json", 1);
-    assert_eq!(run.status.code(), Some(1), "{}", run.stdout);
-    assert!(run.stderr.contains("is not loadable under its pinned interpreter"), "{}", run.stderr);
-    assert!(run.stderr.contains("LDR001"), "{}", run.stderr);
-    assert_eq!(fixture.head().await, None);
-    assert_eq!(fixture.sources().await, 0, "a refused source is never stored");
+    .await;
 }
 
 #[tokio::test]
 async fn an_ill_typed_source_is_refused_with_the_checker_diagnostic_and_nothing_is_written() {
-    let fixture = Fixture::served();
-    std::fs::write(
-        fixture.path("bad.ail"),
+    refused_source(
         "module quickstart/bad\n\nexport func main(input: string) -> string {\n  intToFloat(input)\n}\n",
+        "Error: TC001: type mismatch: expected int, found string: argument 1 of 'intToFloat' at host/capsule/main.ail:4:14",
     )
-    .unwrap();
+    .await;
+}
+
+/// Publishing `source` is refused with `diagnostic`, and nothing is written.
+async fn refused_source(source: &str, diagnostic: &str) {
+    let fixture = Fixture::served();
+    std::fs::write(fixture.path("bad.ail"), source).unwrap();
     fixture.manifest("bad.json", &[("tools.bad", "bad.ail")]);
     let run = fixture.publish("bad.json", 1);
     assert_eq!(run.status.code(), Some(1), "{}", run.stdout);
     assert!(run.stderr.contains("is not loadable under its pinned interpreter"), "{}", run.stderr);
-    assert!(
-        run.stderr.contains(
-            "Error: TC001: type mismatch: expected int, found string: argument 1 of 'intToFloat' at host/capsule/main.ail:4:14"
-        ),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.contains(diagnostic), "{}", run.stderr);
     assert_eq!(fixture.head().await, None);
     assert_eq!(fixture.sources().await, 0, "a refused source is never stored");
 }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tonic::transport::Channel;
 use world_proto::v1 as pb;
 use world_proto::v1::store_client::StoreClient;
-use world_tests::{Setup, World, bin, fixture, http, run_attended};
+use world_tests::{Setup, World, authorized, bin, fixture, http, run_attended, tasks_send};
 
 /// A call's log entry and every object it reached.
 struct Call {
@@ -68,18 +68,7 @@ async fn payload(world: &World, token: &str, reference: &str) -> Value {
 
 /// An effectful read of `path` in the session's episode, and everything it reached.
 async fn read_call(world: &World, token: &str, task: &str, path: &str) -> Call {
-    let body = json!({"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"id":task,"metadata":{"skill_id":"fx.read"},
-        "message":{"role":"user","parts":[{"type":"data","data":{"path":path}}]}}});
-    let answer: Value = http()
-        .post(world.url("/a2a/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .json(&body)
-        .send()
-        .await
-        .expect("a2a")
-        .json()
-        .await
-        .expect("JSON-RPC");
+    let answer = world.a2a(token, &tasks_send(task, "fx.read", json!({"path":path}))).await;
     let entry = answer["result"]["metadata"]["entry_index"].as_i64().unwrap_or_else(|| panic!("{answer}"));
     let log_entry = get_json(world, token, &format!("/v1/log/{entry}")).await;
     let record_ref = log_entry["transitionRef"].as_str().expect("transitionRef").to_owned();
@@ -105,12 +94,6 @@ async fn read_call(world: &World, token: &str, task: &str, path: &str) -> Call {
 
 async fn store_client(world: &World) -> StoreClient<Channel> {
     StoreClient::connect(format!("http://{}", world.core_addr)).await.expect("connect to the core")
-}
-
-fn authorized<T>(message: T, token: &str) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
-    request
 }
 
 /// What the gRPC Store reads answer for `reference` and `index`, as comparable text.

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use world_tests::otlp::grpc_receiver;
+use world_tests::otlp::{export_env, grpc_receiver, spans_text};
 use world_tests::{World, http};
 
 /// Every request a client makes with a credential, as (method, path, body).
@@ -47,19 +47,12 @@ const REQUESTS: &[(&str, &str, &str)] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn credentials_appear_in_no_log_span_metric_or_answer() {
     let (endpoint, spans) = grpc_receiver().await;
-    let env = [
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
-        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
-        ("RUST_LOG", "debug"),
-    ];
+    let env = [export_env(&endpoint, "grpc").as_slice(), &[("RUST_LOG", "debug")]].concat();
     let core_metrics = world_tests::free_listen_address();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("world.db");
     let mut world = World::echo_core_on(dir, store, None, &["--metrics-listen", &core_metrics], &env);
-    let (edge, edge_url) = world_tests::start_edge_with_env(&[&world.core_addr], world.dir.path(), &[], &env);
-    world.edge = Some(edge);
-    world.edge_url = edge_url;
+    world.attach_edge(&[], &env);
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let expired = world.mint("ep2", &["world.apply=world:1000"], 1);
     let unknown = "5e".repeat(32);
@@ -104,24 +97,9 @@ async fn credentials_appear_in_no_log_span_metric_or_answer() {
     assert!(metrics.contains("world_edge_http_requests_total"), "{metrics}");
 
     // A graceful stop flushes the spans still batched; the logs are then complete.
-    let World { core, edge, .. } = world;
-    let edge = edge.expect("an edge");
-    let (core_log, edge_log) = (core.stderr_log.clone(), edge.stderr_log.clone());
-    assert!(edge.terminate().success());
-    assert!(core.terminate().success());
-    let core_log = std::fs::read_to_string(core_log).expect("the core's log");
-    let edge_log = std::fs::read_to_string(edge_log).expect("the edge's log");
+    let (core_log, edge_log) = world.stop();
     assert!(edge_log.contains("DEBUG") && core_log.contains("DEBUG"), "both processes logged at debug level");
-    let received = spans.wait_for(Duration::from_secs(10), |s| {
-        s.iter().any(|s| s.service == "world-edge") && s.iter().any(|s| s.service == "world-core")
-    });
-    let spans_text: String = received
-        .iter()
-        .map(|span| {
-            let attributes: Vec<String> = span.attributes.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            format!("{} {}\n", span.name, attributes.join(" "))
-        })
-        .collect();
+    let spans_text = spans_text(&spans);
 
     for (place, haystack) in [
         ("answers", &answers),

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use world_tests::{World, http};
+use world_tests::{World, http, tasks_send};
 
 /// The HTTP/2 connection preface.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -60,23 +60,22 @@ fn trickle_headers(base: &str, head: &'static str) -> (String, Instant) {
     closed
 }
 
+/// An echo world whose edge runs with `edge_args`, and a session of episode `ep1` on it.
+fn echo_world(edge_args: &[&str]) -> (World, String) {
+    let mut world = World::echo_core();
+    world.attach_edge(edge_args, &[]);
+    let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
+    (world, token)
+}
+
 async fn a2a_echo(world: &World, token: &str, task: &str) -> serde_json::Value {
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{{"id":"{task}","metadata":{{"skill_id":"tools.echo"}},"message":{{"role":"user","parts":[{{"type":"data","data":{{"a":1}}}}]}}}}}}"#
-    );
-    let response =
-        http().post(world.url("/a2a/")).header("Authorization", format!("Bearer {token}")).body(body).send().await;
-    response.expect("a2a request").json().await.expect("a JSON-RPC answer")
+    world.a2a(token, &tasks_send(task, "tools.echo", serde_json::json!({"a":1}))).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_clients_are_cut_off_and_never_starve_the_others() {
-    let mut world = World::echo_core();
-    let edge_args = ["--header-read-timeout", "1s", "--body-read-timeout", "1s"];
-    let (edge, edge_url) = world_tests::start_edge(&[&world.core_addr], world.dir.path(), &edge_args);
-    world.edge = Some(edge);
-    world.edge_url = edge_url.clone();
-    let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
+    let (world, token) = echo_world(&["--header-read-timeout", "1s", "--body-read-timeout", "1s"]);
+    let edge_url = world.edge_url.clone();
 
     // Headers trickled byte by byte: every such connection is closed about a second in.
     let started = Instant::now();
@@ -145,12 +144,8 @@ fn metric(text: &str, series: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_without_a_request_are_closed_whatever_the_protocol_and_idle_ones_too() {
-    let mut world = World::echo_core();
-    let edge_args = ["--header-read-timeout", "2s", "--idle-timeout", "2s"];
-    let (edge, edge_url) = world_tests::start_edge(&[&world.core_addr], world.dir.path(), &edge_args);
-    world.edge = Some(edge);
-    world.edge_url = edge_url.clone();
-    let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
+    let (world, token) = echo_world(&["--header-read-timeout", "2s", "--idle-timeout", "2s"]);
+    let edge_url = world.edge_url.clone();
     let bound = Duration::from_secs(2) + Duration::from_millis(2500);
 
     // Ten that send nothing, ten that stop two bytes short of the HTTP/2 preface (so no
@@ -201,11 +196,8 @@ async fn connections_without_a_request_are_closed_whatever_the_protocol_and_idle
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_body_trickled_past_the_aggregate_deadline_is_answered_by_it() {
-    let mut world = World::echo_core();
-    let (edge, edge_url) = world_tests::start_edge(&[&world.core_addr], world.dir.path(), &[]);
-    world.edge = Some(edge);
-    world.edge_url = edge_url.clone();
-    let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
+    let (world, token) = echo_world(&[]);
+    let edge_url = world.edge_url.clone();
 
     // A 50-byte body, one byte every 500 ms: 25 s to arrive, past the seed's 20 s.
     let mut stream = connect(&edge_url);

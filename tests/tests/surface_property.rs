@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 use world_model::{AccessTriple, Grant, escape, grants_allow};
-use world_tests::{Setup, World, http};
+use world_tests::{Setup, World, http, mcp_answer, mcp_post};
 
 const REGISTRIES: usize = 3;
 const TRANSITIONS: usize = 6;
@@ -40,17 +40,9 @@ impl Draw {
 }
 
 async fn rpc(world: &World, path: &str, token: &str, body: &Value) -> String {
-    let response = http()
-        .post(world.url(path))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("request");
+    let response = mcp_post(&http(), &world.url(path), token).body(body.to_string()).send().await.expect("request");
     let text = response.text().await.expect("body");
-    text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(&text).to_owned()
+    mcp_answer(&text).to_owned()
 }
 
 fn call(tool: &str) -> Value {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_client::InvocationClient;
 use world_tests::World;
-use world_tests::otlp::{ReceivedSpan, Spans, grpc_receiver, http_receiver};
+use world_tests::otlp::{ReceivedSpan, Spans, export_env, grpc_receiver, http_receiver};
 
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
@@ -15,23 +15,11 @@ const CLIENT_SPAN: &str = "00f067aa0ba902b7";
 async fn traced_invocation(protocol: &str, endpoint: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("world.db");
-    let env = [
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", protocol),
-        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
-    ];
+    let env = export_env(endpoint, protocol);
     let world = World::echo_core_on(dir, store, None, &[], &env);
     let token = world.mint("ep1", &["world.apply=world:10"], 3600);
     let mut client = InvocationClient::connect(format!("http://{}", world.core_addr)).await.unwrap();
-    let mut request = tonic::Request::new(pb::InvokeRequest {
-        surface: "a2a".into(),
-        transition_id: "tools.echo".into(),
-        task_id: "traced-1".into(),
-        arguments: br#"{"a":1}"#.to_vec(),
-        transition_fn: String::new(),
-        ..Default::default()
-    });
-    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+    let mut request = world_tests::a2a_invoke(&token, "tools.echo", "traced-1", br#"{"a":1}"#);
     request.metadata_mut().insert("traceparent", format!("00-{TRACE_ID}-{CLIENT_SPAN}-01").parse().unwrap());
     let outcome = client.invoke(request).await.unwrap().into_inner().outcome.unwrap();
     assert!(matches!(outcome, pb::invoke_reply::Outcome::Invoked(_)), "{outcome:?}");
@@ -105,11 +93,7 @@ const MCP_PARENT: &str = "b7ad6b7169203331";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_and_core_spans_share_the_clients_trace() {
     let (endpoint, spans) = grpc_receiver().await;
-    let env = [
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
-        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
-    ];
+    let env = export_env(&endpoint, "grpc");
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("world.db");
     let world = World::echo_core_on(dir, store, None, &[], &env);
@@ -117,11 +101,9 @@ async fn edge_and_core_spans_share_the_clients_trace() {
     let token = world.mint("ep1", &["world.apply=world:10"], 3600);
     let client = world_tests::http();
 
-    let a2a: serde_json::Value = client
-        .post(format!("{edge_url}/a2a/"))
-        .header("Authorization", format!("Bearer {token}"))
+    let a2a: serde_json::Value = world_tests::a2a_post(&client, &format!("{edge_url}/a2a/"), &token)
         .header("traceparent", format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"))
-        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tasks/send","params":{"id":"t-a2a","metadata":{"skill_id":"tools.echo"},"message":{"role":"user","parts":[{"type":"data","data":{"a":1}}]}}}"#)
+        .body(world_tests::tasks_send("t-a2a", "tools.echo", serde_json::json!({"a":1})).to_string())
         .send()
         .await
         .unwrap()
@@ -130,11 +112,7 @@ async fn edge_and_core_spans_share_the_clients_trace() {
         .unwrap();
     assert_eq!(a2a["result"]["status"]["state"], "completed", "{a2a}");
 
-    let mcp = client
-        .post(format!("{edge_url}/mcp/"))
-        .header("Authorization", format!("Bearer {token}"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
+    let mcp = world_tests::mcp_post(&client, &format!("{edge_url}/mcp/"), &token)
         .body(format!(
             r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"tools_decho","arguments":{{"b":2}},"_meta":{{"traceparent":"00-{MCP_TRACE}-{MCP_PARENT}-01"}}}}}}"#
         ))

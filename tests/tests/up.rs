@@ -4,14 +4,14 @@
 //! the export line) into the official MCP SDK; reruns that report the session's budgets and,
 //! once one is spent, offer a session for a new episode; and a port in use named in one line.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use world_tests::{bin, http, spawn_attended};
+use world_tests::{bin, get_json, lines_of, spawn_attended, test_python};
 
 /// One run of `up`: the child, its stdout lines as they come, its stderr and the terminal.
 struct Up {
@@ -40,14 +40,7 @@ fn up(dir: &Path, answer: &str, extra: &[&str]) -> Up {
         .args(extra);
     let (mut child, terminal) = spawn_attended(command, answer);
     let stdout = child.stdout.take().unwrap();
-    let (lines, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let received = lines_of(stdout);
     // Drained as it comes, so the core's log lines never fill the pipe.
     let mut pipe = child.stderr.take().unwrap();
     let stderr = std::thread::spawn(move || {
@@ -108,17 +101,13 @@ fn mcp_json(banner: &[String]) -> String {
     banner[start..=end].join("\n")
 }
 
-fn python() -> String {
-    std::env::var("WORLD_TEST_PYTHON").expect("WORLD_TEST_PYTHON is not set: run tests/run.sh")
-}
-
 /// Runs `script` in bash with `pasted_config.py TOOL ARGS` as `$CLIENT`; what the client saw.
 fn in_shell(script: &str, tool: &str, arguments: &Value) -> Value {
     let run = Command::new("bash")
         .arg("-c")
         .arg(script)
         .env_remove("WORLD_SESSION")
-        .env("PY", python())
+        .env("PY", test_python())
         .env("SCRIPT", Path::new(env!("CARGO_MANIFEST_DIR")).join("python/pasted_config.py"))
         .env("TOOL", tool)
         .env("ARGS", arguments.to_string())
@@ -171,15 +160,7 @@ async fn up_serves_through_its_pasted_configurations_and_offers_a_new_episode_on
     assert!(mcp.starts_with("http://127.0.0.1:") && mcp.ends_with("/mcp/"), "{mcp}");
     assert!(line(&banner, "session:").contains("(episode demo;"), "{banner:#?}");
     let demo = token(&session);
-    let card: Value = http()
-        .get(format!("{}/.well-known/agent.json", mcp.trim_end_matches("/mcp/")))
-        .header("Authorization", format!("Bearer {demo}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = get_json(&format!("{}/.well-known/agent.json", mcp.trim_end_matches("/mcp/")), &demo).await;
     let skills: Vec<&str> = card["skills"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert!(skills.contains(&"tools.echo") && skills.contains(&"ailang-read"), "{skills:?}");
     assert!(state.join("ws/demo/hello.ail").is_file(), "the demo worktree has the sample program");

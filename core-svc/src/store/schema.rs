@@ -11,42 +11,25 @@ struct Migration {
     postgres: &'static str,
 }
 
+/// Migration `$version`: `migrations/sqlite/$file.sql` and `migrations/postgres/$file.sql`.
+macro_rules! migration {
+    ($version:literal, $file:literal) => {
+        Migration {
+            version: $version,
+            sqlite: include_str!(concat!("../../migrations/sqlite/", $file, ".sql")),
+            postgres: include_str!(concat!("../../migrations/postgres/", $file, ".sql")),
+        }
+    };
+}
+
 const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        sqlite: include_str!("../../migrations/sqlite/0001_initial.sql"),
-        postgres: include_str!("../../migrations/postgres/0001_initial.sql"),
-    },
-    Migration {
-        version: 2,
-        sqlite: include_str!("../../migrations/sqlite/0002_drop_unread_indexes.sql"),
-        postgres: include_str!("../../migrations/postgres/0002_drop_unread_indexes.sql"),
-    },
-    Migration {
-        version: 3,
-        sqlite: include_str!("../../migrations/sqlite/0003_effects.sql"),
-        postgres: include_str!("../../migrations/postgres/0003_effects.sql"),
-    },
-    Migration {
-        version: 4,
-        sqlite: include_str!("../../migrations/sqlite/0004_effect_spend.sql"),
-        postgres: include_str!("../../migrations/postgres/0004_effect_spend.sql"),
-    },
-    Migration {
-        version: 5,
-        sqlite: include_str!("../../migrations/sqlite/0005_core_liveness.sql"),
-        postgres: include_str!("../../migrations/postgres/0005_core_liveness.sql"),
-    },
-    Migration {
-        version: 6,
-        sqlite: include_str!("../../migrations/sqlite/0006_oauth.sql"),
-        postgres: include_str!("../../migrations/postgres/0006_oauth.sql"),
-    },
-    Migration {
-        version: 7,
-        sqlite: include_str!("../../migrations/sqlite/0007_episode_reads.sql"),
-        postgres: include_str!("../../migrations/postgres/0007_episode_reads.sql"),
-    },
+    migration!(1, "0001_initial"),
+    migration!(2, "0002_drop_unread_indexes"),
+    migration!(3, "0003_effects"),
+    migration!(4, "0004_effect_spend"),
+    migration!(5, "0005_core_liveness"),
+    migration!(6, "0006_oauth"),
+    migration!(7, "0007_episode_reads"),
 ];
 
 /// The schema version this build writes.

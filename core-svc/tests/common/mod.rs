@@ -1,4 +1,5 @@
-//! What the store-backed suites share: a fresh, empty store location of each backend.
+//! What the store-backed suites share: a fresh, empty store location of each backend, and one
+//! test per backend for each rule.
 
 use sqlx::Connection;
 use world_core::store::StoreLocation;
@@ -36,3 +37,23 @@ pub async fn fresh_location(backend: &str) -> (StoreLocation, Fresh) {
         }
     }
 }
+
+/// One `#[tokio::test]` per backend (modules `sqlite` and `postgres`) for each named
+/// `async fn(T)`: the test calls `$fresh(backend)`, an `async fn(&str) -> (T, Fresh)` of the
+/// including file, and passes it the `T`, keeping the guard alive until it returns.
+macro_rules! both_backends {
+    ($fresh:ident; $($name:ident),* $(,)?) => {
+        $crate::common::both_backends!(@backend sqlite, $fresh; $($name),*);
+        $crate::common::both_backends!(@backend postgres, $fresh; $($name),*);
+    };
+    (@backend $backend:ident, $fresh:ident; $($name:ident),*) => {
+        mod $backend {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let (subject, _guard) = super::$fresh(stringify!($backend)).await;
+                super::$name(subject).await;
+            })*
+        }
+    };
+}
+pub(crate) use both_backends;

@@ -2,8 +2,9 @@
 //! `ARG_DECODE_MISMATCH: expected <T>, got <v>` wording (`<v>` as Go's `%v` prints it).
 
 use crate::ast::{Name, TypeBody, TypeExpr};
+use crate::float::float_to_int;
 use crate::loader::Program;
-use crate::stdlib::json::{DecodeMode, decode, float_to_int};
+use crate::stdlib::json::{DecodeMode, decode};
 use crate::value::{List, Seq, Value};
 use std::rc::Rc;
 

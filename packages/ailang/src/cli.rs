@@ -168,18 +168,30 @@ fn parse_flags(args: &[String], bools: &[&str], valued: &[&str]) -> Result<Flags
     Ok(flags)
 }
 
-fn flags_or_exit(args: &[String], bools: &[&str], valued: &[&str], io: &mut Io<'_>) -> Result<Flags, i32> {
-    match parse_flags(args, bools, valued) {
-        Ok(f) => Ok(f),
+/// The flags of a command that takes a file, and the file (its first positional argument); or
+/// the exit code once usage or the error has been written.
+fn file_flags_or_exit(
+    args: &[String],
+    bools: &[&str],
+    valued: &[&str],
+    io: &mut Io<'_>,
+) -> Result<(Flags, String), i32> {
+    let flags = match parse_flags(args, bools, valued) {
+        Ok(f) => f,
         Err(FlagError::Help) => {
             let _ = write!(io.out, "{USAGE}");
-            Err(0)
+            return Err(0);
         }
         Err(FlagError::Bad(message)) => {
             let _ = writeln!(io.err, "Error: {message}\n\n{USAGE}");
-            Err(2)
+            return Err(2);
         }
-    }
+    };
+    let Some(file) = flags.positional.first().cloned() else {
+        let _ = writeln!(io.err, "Error: no file given\n\n{USAGE}");
+        return Err(2);
+    };
+    Ok((flags, file))
 }
 
 fn read_source(file: &str, io: &mut Io<'_>) -> Result<String, i32> {
@@ -218,13 +230,9 @@ fn interp_for(program: &Program, max_depth: usize, caps: HashSet<String>) -> Int
 fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
     let bools = ["quiet", "relax-modules", "print", "no-print", "verify-contracts"];
     let valued = ["entry", "args-json", "args-file", "caps", "max-recursion-depth"];
-    let flags = match flags_or_exit(args, &bools, &valued, io) {
-        Ok(f) => f,
+    let (flags, file) = match file_flags_or_exit(args, &bools, &valued, io) {
+        Ok(parsed) => parsed,
         Err(code) => return code,
-    };
-    let Some(file) = flags.positional.first().cloned() else {
-        let _ = writeln!(io.err, "Error: no file given\n\n{USAGE}");
-        return 2;
     };
     let quiet = flags.is_set("quiet");
     let relax = flags.is_set("relax-modules") || io.relax_env;
@@ -389,13 +397,9 @@ fn select_entry(program: &Program, name: &str) -> Result<Selected, String> {
 }
 
 fn test_command(args: &[String], io: &mut Io<'_>) -> i32 {
-    let flags = match flags_or_exit(args, &["relax-modules", "quiet"], &["max-recursion-depth"], io) {
-        Ok(f) => f,
+    let (flags, file) = match file_flags_or_exit(args, &["relax-modules", "quiet"], &["max-recursion-depth"], io) {
+        Ok(parsed) => parsed,
         Err(code) => return code,
-    };
-    let Some(file) = flags.positional.first().cloned() else {
-        let _ = writeln!(io.err, "Error: no file given\n\n{USAGE}");
-        return 2;
     };
     let relax = flags.is_set("relax-modules") || io.relax_env;
     let source = match read_source(&file, io) {
@@ -523,13 +527,10 @@ fn ail_files(path: &str) -> Result<Vec<String>, String> {
 }
 
 fn check_command(args: &[String], io: &mut Io<'_>) -> i32 {
-    let flags = match flags_or_exit(args, &["json", "quiet", "relax-modules", "strict-syntax"], &["timeout"], io) {
-        Ok(f) => f,
+    let bools = ["json", "quiet", "relax-modules", "strict-syntax"];
+    let (flags, target) = match file_flags_or_exit(args, &bools, &["timeout"], io) {
+        Ok(parsed) => parsed,
         Err(code) => return code,
-    };
-    let Some(target) = flags.positional.first().cloned() else {
-        let _ = writeln!(io.err, "Error: no file given\n\n{USAGE}");
-        return 2;
     };
     let json = flags.is_set("json");
     let quiet = flags.is_set("quiet") || json;

@@ -625,7 +625,7 @@ pub fn binary(op: BinOp, left: Value, right: Value) -> Result<Value, Diagnostic>
                             a % b
                         }
                     }
-                    BinOp::Pow => crate::stdlib::math::pow(a, b),
+                    BinOp::Pow => crate::float::pow(a, b),
                     _ => return Err(mismatch(&l, &r)),
                 })
             }

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod diag;
 pub mod discover;
 pub mod eval;
+pub mod float;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 pub mod fork_server;
 pub mod lexer;

@@ -308,6 +308,14 @@ impl<'s> Parser<'s> {
         self.depth -= 1;
     }
 
+    /// `parse`, one nesting level deeper.
+    fn nested<T>(&mut self, parse: impl FnOnce(&mut Self) -> Result<T, Diagnostic>) -> Result<T, Diagnostic> {
+        self.enter()?;
+        let result = parse(self);
+        self.leave();
+        result
+    }
+
     /// Comma-separated items up to `close`, allowing a trailing comma.
     fn comma_list<T>(
         &mut self,
@@ -639,10 +647,7 @@ impl<'s> Parser<'s> {
     // ---- types ----
 
     fn type_expr(&mut self) -> Result<TypeExpr, Diagnostic> {
-        self.enter()?;
-        let result = self.type_expr_inner();
-        self.leave();
-        result
+        self.nested(Self::type_expr_inner)
     }
 
     fn type_expr_inner(&mut self) -> Result<TypeExpr, Diagnostic> {
@@ -715,10 +720,7 @@ impl<'s> Parser<'s> {
     // ---- patterns ----
 
     fn pattern(&mut self) -> Result<Pattern, Diagnostic> {
-        self.enter()?;
-        let result = self.pattern_inner();
-        self.leave();
-        result
+        self.nested(Self::pattern_inner)
     }
 
     fn pattern_inner(&mut self) -> Result<Pattern, Diagnostic> {
@@ -851,10 +853,7 @@ impl<'s> Parser<'s> {
     // ---- expressions ----
 
     fn expr(&mut self) -> Result<Expr, Diagnostic> {
-        self.enter()?;
-        let result = self.binary(0);
-        self.leave();
-        result
+        self.nested(|p| p.binary(0))
     }
 
     fn infix(&self) -> Option<(BinOp, u8, bool)> {
@@ -909,9 +908,7 @@ impl<'s> Parser<'s> {
                 break;
             }
             self.bump();
-            self.enter()?;
-            let rhs = self.binary(if right_assoc { prec } else { prec + 1 });
-            self.leave();
+            let rhs = self.nested(|p| p.binary(if right_assoc { prec } else { prec + 1 }));
             let pos = lhs.pos;
             lhs = Expr { kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs?)), pos };
         }
@@ -945,9 +942,7 @@ impl<'s> Parser<'s> {
                 _ => {}
             }
         }
-        self.enter()?;
-        let operand = self.unary();
-        self.leave();
+        let operand = self.nested(Self::unary);
         Ok(Expr { kind: ExprKind::Unary(op, Box::new(operand?)), pos })
     }
 
@@ -1165,10 +1160,7 @@ impl<'s> Parser<'s> {
             return self.block(pos);
         }
         // `{ expr | f: v }` updates any record expression; otherwise `expr` opens a block.
-        self.enter()?;
-        let first = self.expr();
-        self.leave();
-        let first = first?;
+        let first = self.nested(Self::expr)?;
         if self.eat_sym("|") {
             let fields = self.record_fields()?;
             return Ok(Expr { kind: ExprKind::RecordUpdate(Box::new(first), fields), pos });

@@ -51,11 +51,25 @@ pub fn require(it: &Interp, cap: &str) -> Result<(), Diagnostic> {
 }
 
 pub fn print(it: &mut Interp, v: &Value, newline: bool) -> Result<Value, Diagnostic> {
+    write_shown(it, v, newline, std::io::stdout().lock(), "stdout")
+}
+
+fn print_err(it: &mut Interp, v: &Value, newline: bool) -> Result<Value, Diagnostic> {
+    write_shown(it, v, newline, std::io::stderr().lock(), "stderr")
+}
+
+/// `v` as `show` renders it, and a newline when asked, to the standard `stream` `out`.
+fn write_shown(
+    it: &mut Interp,
+    v: &Value,
+    newline: bool,
+    mut out: impl Write,
+    stream: &str,
+) -> Result<Value, Diagnostic> {
     require(it, "IO")?;
-    let mut out = std::io::stdout().lock();
     let text = show(v);
     let written = if newline { writeln!(out, "{text}") } else { write!(out, "{text}") };
-    written.map_err(|e| Diagnostic::new("EVA001", format!("cannot write to stdout: {e}"), None))?;
+    written.map_err(|e| Diagnostic::new("EVA001", format!("cannot write to {stream}: {e}"), None))?;
     Ok(Value::Unit)
 }
 
@@ -73,13 +87,4 @@ fn read_line(it: &mut Interp) -> Result<Option<String>, Diagnostic> {
     }
     let trimmed = line.strip_suffix('\n').unwrap_or(&line);
     Ok(Some(trimmed.strip_suffix('\r').unwrap_or(trimmed).to_string()))
-}
-
-fn print_err(it: &mut Interp, v: &Value, newline: bool) -> Result<Value, Diagnostic> {
-    require(it, "IO")?;
-    let mut err = std::io::stderr().lock();
-    let text = show(v);
-    let written = if newline { writeln!(err, "{text}") } else { write!(err, "{text}") };
-    written.map_err(|e| Diagnostic::new("EVA001", format!("cannot write to stderr: {e}"), None))?;
-    Ok(Value::Unit)
 }

@@ -7,6 +7,7 @@
 use super::{StdCtor, StdModule, StdType, arg, native};
 use crate::diag::Diagnostic;
 use crate::eval::Interp;
+use crate::float::float_to_int;
 use crate::stack;
 use crate::value::*;
 use std::fmt::Write as _;
@@ -90,12 +91,6 @@ pub fn jnumber(f: f64) -> Value {
 
 pub fn kv(key: impl Into<std::rc::Rc<str>>, value: Value) -> Value {
     Value::record(vec![("key".into(), Value::Str(key.into())), ("value".into(), value)])
-}
-
-/// Go's `int(f)` on amd64: NaN and out-of-range values give i64::MIN (Rust would saturate).
-pub fn float_to_int(f: f64) -> i64 {
-    const TWO_POW_63: f64 = (1u64 << 63) as f64;
-    if f.is_nan() || !(-TWO_POW_63..TWO_POW_63).contains(&f) { i64::MIN } else { f as i64 }
 }
 
 /// The single argument of a `Json` constructor named `ctor`.
