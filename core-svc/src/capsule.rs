@@ -225,6 +225,32 @@ fn usable_memory_dir(dir: &Path) -> bool {
     memory && rustix::fs::access(dir, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK).is_ok()
 }
 
+/// What runs a transition: the seam between the invocation rules and the interpreter, so
+/// the rules can be tested in-process with a scripted runner while `tests/` runs the real one.
+pub trait Runner: Send + Sync {
+    /// The pin of the interpreter this runner executes.
+    fn interpreter_ref(&self) -> HashRef;
+    /// Subprocess slots in use now.
+    fn slots_in_use(&self) -> usize;
+    /// Runs `source` with `input` (the text `main` receives) within `timeout`.
+    fn run<'a>(
+        &'a self,
+        source: &'a [u8],
+        input: &'a str,
+        timeout: Duration,
+    ) -> futures::future::BoxFuture<'a, Result<Finished, CapsuleError>>;
+}
+
+/// The production runner: the verified, pinned interpreter under the core's slot limit.
+pub struct Capsule {
+    pub interpreter: VerifiedInterpreter,
+    pub slots: Slots,
+    /// Where each run's root is made ([`roots_dir`]).
+    pub roots: PathBuf,
+    /// The interpreter's fork server, when runs are forked.
+    pub forks: Option<Forks>,
+}
+
 impl Capsule {
     /// Runs `source` with `input` (the text `main` receives) within `timeout`, in a fresh root:
     /// forked from the interpreter's fork server when there is one, else spawned.
@@ -264,32 +290,6 @@ impl Capsule {
         }
         Ok(finished)
     }
-}
-
-/// What runs a transition: the seam between the invocation rules and the interpreter, so
-/// the rules can be tested in-process with a scripted runner while `tests/` runs the real one.
-pub trait Runner: Send + Sync {
-    /// The pin of the interpreter this runner executes.
-    fn interpreter_ref(&self) -> HashRef;
-    /// Subprocess slots in use now.
-    fn slots_in_use(&self) -> usize;
-    /// Runs `source` with `input` (the text `main` receives) within `timeout`.
-    fn run<'a>(
-        &'a self,
-        source: &'a [u8],
-        input: &'a str,
-        timeout: Duration,
-    ) -> futures::future::BoxFuture<'a, Result<Finished, CapsuleError>>;
-}
-
-/// The production runner: the verified, pinned interpreter under the core's slot limit.
-pub struct Capsule {
-    pub interpreter: VerifiedInterpreter,
-    pub slots: Slots,
-    /// Where each run's root is made ([`roots_dir`]).
-    pub roots: PathBuf,
-    /// The interpreter's fork server, when runs are forked.
-    pub forks: Option<Forks>,
 }
 
 impl Runner for Capsule {

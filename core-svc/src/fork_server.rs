@@ -177,7 +177,9 @@ impl ForkServer {
         let fds = [cwd.as_raw_fd(), stdout_write.as_raw_fd(), stderr_write.as_raw_fd()];
         send(&self.shared.socket, &request, &fds).await.map_err(|e| spawn_error(e.to_string()))?;
         drop((stdout_write, stderr_write));
-        match tokio::time::timeout(timeout, started_reply).await {
+        // One deadline for the whole run, the fork included.
+        let deadline = tokio::time::Instant::now() + timeout;
+        match tokio::time::timeout_at(deadline, started_reply).await {
             Err(_) => return Err(RunError::Timeout(timeout)),
             Ok(Ok(Ok(_pid))) => {}
             Ok(Ok(Err(errno))) => return Err(spawn_error(std::io::Error::from_raw_os_error(errno).to_string())),
@@ -185,7 +187,12 @@ impl ForkServer {
         }
         let stdout = subprocess::receiver(stdout).map_err(|e| RunError::Wait(e.to_string()))?;
         let stderr = subprocess::receiver(stderr).map_err(|e| RunError::Wait(e.to_string()))?;
-        subprocess::supervise(&mut run, Some(stdout), Some(stderr), timeout, cap).await
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match subprocess::supervise(&mut run, Some(stdout), Some(stderr), remaining, cap).await {
+            // Reported with the run's whole deadline, as a spawned run's is.
+            Err(RunError::Timeout(_)) => Err(RunError::Timeout(timeout)),
+            outcome => outcome,
+        }
     }
 }
 
