@@ -178,6 +178,7 @@ async fn route(state: &AppState, request: Request) -> (&'static str, Response) {
             "text/plain; version=0.0.4; charset=utf-8",
             state.metrics.render_with(state.callbacks.in_use(), state.core.sent()).into_bytes(),
         ),
+        Route::OAuth(oauth::Endpoint::Authorize) if parts.method == Method::HEAD => oauth::authorize_head(),
         Route::OAuth(endpoint) => {
             oauth::handle(core, &state.public_url, endpoint, query, headers, body, state.limits.body_read_timeout).await
         }

@@ -453,11 +453,37 @@ async fn denied_and_expired_approvals_send_access_denied_and_mint_nothing() {
     assert!(sessions(&world).is_empty());
 }
 
-/// Moves every pending approval's deadline into the past, as ten minutes would.
-async fn expire_pending_approvals(store: &Path) {
+/// A HEAD of the approval page answers its headers and opens no approval; a GET opens one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_of_the_approval_page_opens_nothing() {
+    let world = world();
+    let client_id = client(&world).await;
+    let params = s256_request(&client_id);
+    let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let head = http().head(authorize_url(&world, &params)).send().await.unwrap();
+    assert_eq!(head.status(), StatusCode::OK);
+    assert!(head.headers()["content-security-policy"].to_str().unwrap().starts_with("default-src 'none'"));
+    assert_eq!(approvals(&world.store).await, 0);
+    approval_page(&world, &s256_request(&client_id)).await;
+    assert_eq!(approvals(&world.store).await, 1);
+}
+
+async fn store_connection(store: &Path) -> sqlx::AnyConnection {
     use sqlx::Connection;
     sqlx::any::install_default_drivers();
-    let mut conn = sqlx::AnyConnection::connect(&format!("sqlite://{}", store.display())).await.unwrap();
+    sqlx::AnyConnection::connect(&format!("sqlite://{}", store.display())).await.unwrap()
+}
+
+async fn approvals(store: &Path) -> i64 {
+    use sqlx::Row;
+    let mut conn = store_connection(store).await;
+    let row = sqlx::query("SELECT COUNT(*) AS n FROM oauth_approvals").fetch_one(&mut conn).await.unwrap();
+    row.get::<i64, _>("n")
+}
+
+/// Moves every pending approval's deadline into the past, as ten minutes would.
+async fn expire_pending_approvals(store: &Path) {
+    let mut conn = store_connection(store).await;
     sqlx::query("UPDATE oauth_approvals SET expires_at = created_at - 601 WHERE status = 'pending'")
         .execute(&mut conn)
         .await

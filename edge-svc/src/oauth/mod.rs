@@ -126,6 +126,11 @@ pub fn challenge(public: &PublicUrl, mut response: Response) -> Response {
     response
 }
 
+/// `HEAD /authorize`: a HEAD changes nothing, so the page's headers and no approval opened.
+pub fn authorize_head() -> Response {
+    page::headers_only()
+}
+
 pub async fn handle(
     core: &CoreClient,
     public: &PublicUrl,

@@ -64,6 +64,11 @@ pub fn waiting(waiting: &Waiting<'_>) -> Response {
     page(StatusCode::OK, &format!("<meta http-equiv=\"refresh\" content=\"{}\">", escape(&refresh)), &body)
 }
 
+/// What a HEAD of the approval page answers: the page's status and headers, nothing started.
+pub fn headers_only() -> Response {
+    page(StatusCode::OK, "", "")
+}
+
 /// A request the endpoint will not redirect for: what was wrong, and nothing else.
 pub fn refused(status: StatusCode, error: &str, description: &str) -> Response {
     let body = format!(
