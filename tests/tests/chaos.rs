@@ -411,6 +411,7 @@ fn lines_at<'a>(log: &'a str, level: &str) -> Vec<&'a str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_requests_write_no_error_lines_while_a_tampered_interpreter_does() {
+    const TEXT_BUSY_WAIT: Duration = Duration::from_secs(5);
     let mut world = spin_world(&[]);
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
     let long = format!("a {}", "b".repeat(5000));
@@ -478,7 +479,18 @@ async fn refused_requests_write_no_error_lines_while_a_tampered_interpreter_does
     let mut permissions = std::fs::metadata(&archived[0]).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&archived[0], permissions).unwrap();
-    let mut file = std::fs::OpenOptions::new().append(true).open(&archived[0]).expect("the archived interpreter");
+    // The fork server, which executes the archived file, dies with its core a moment later.
+    let waited = std::time::Instant::now();
+    let mut file = loop {
+        match std::fs::OpenOptions::new().append(true).open(&archived[0]) {
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy && waited.elapsed() < TEXT_BUSY_WAIT =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            opened => break opened.expect("the archived interpreter"),
+        }
+    };
     std::io::Write::write_all(&mut file, b"tampered").unwrap();
     drop(file);
     let stderr = world.dir.path().join("tampered.stderr");
