@@ -33,17 +33,6 @@ impl Store {
         self.reads(&Reader::Everything).object(hash, with_payload).await
     }
 
-    /// Objects with this semantic id in ascending hash order, strictly after
-    /// `after`, without payloads.
-    pub async fn objects_by_semantic_id(
-        &self,
-        semantic_id: &str,
-        after: Option<&HashRef>,
-        limit: u32,
-    ) -> Result<Vec<StoredObject>, StoreError> {
-        self.reads(&Reader::Everything).objects_by_semantic_id(semantic_id, after, limit).await
-    }
-
     // ----- worlds, log, heads --------------------------------------------
 
     pub async fn selected_head(&self) -> Result<Option<HashRef>, StoreError> {
