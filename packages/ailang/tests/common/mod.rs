@@ -22,6 +22,11 @@ impl From<Output> for Outcome {
     }
 }
 
+/// The capsule's run: `ailang run --quiet --caps "" --entry main --args-file args.json
+/// host/capsule/main.ail`.
+pub const RUN: [&str; 9] =
+    ["run", "--quiet", "--caps", "", "--entry", "main", "--args-file", "args.json", "host/capsule/main.ail"];
+
 /// A capsule root: the source at host/capsule/main.ail and, optionally, args.json.
 pub struct Capsule {
     pub root: tempfile::TempDir,
@@ -56,23 +61,8 @@ impl Capsule {
         cmd
     }
 
-    /// `ailang run --quiet --caps "" --entry main --args-file args.json host/capsule/main.ail`
     pub fn run(&self) -> Outcome {
-        self.command()
-            .args([
-                "run",
-                "--quiet",
-                "--caps",
-                "",
-                "--entry",
-                "main",
-                "--args-file",
-                "args.json",
-                "host/capsule/main.ail",
-            ])
-            .output()
-            .expect("spawn ailang")
-            .into()
+        self.run_args(&RUN)
     }
 
     pub fn run_args(&self, args: &[&str]) -> Outcome {
