@@ -128,6 +128,28 @@ pub fn expect_failure(source: &str, input: &str, code: i32) -> String {
     out.stderr
 }
 
+/// A run that fails with exit 1 and an error that holds `needle`; its stderr, for more checks.
+pub fn fails_with(source: &str, input: &str, needle: &str) -> String {
+    let stderr = expect_failure(source, input, 1);
+    assert!(stderr.contains(needle), "{stderr}");
+    stderr
+}
+
+/// A run that fails with exit 1 and an error that starts with `prefix`; its stderr.
+pub fn fails_starting(source: &str, input: &str, prefix: &str) -> String {
+    let stderr = expect_failure(source, input, 1);
+    assert!(stderr.starts_with(prefix), "{stderr}");
+    stderr
+}
+
+/// Runs `command` with `input` on its stdin.
+pub fn with_stdin(command: &mut Command, input: &[u8]) -> Outcome {
+    use std::io::Write;
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    child.stdin.take().expect("stdin").write_all(input).expect("write stdin");
+    child.wait_with_output().expect("wait").into()
+}
+
 pub fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
 }
