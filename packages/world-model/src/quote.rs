@@ -1,6 +1,6 @@
 //! Go `%q` quoting, because the reference's wire messages (hashref errors, `--grant` errors,
 //! refusal log lines) embed offending input quoted that way and our texts must match byte for
-//! byte.
+//! byte; and the table-driven character escapes (HTML text, MCP tool names) share one loop here.
 
 /// `text` with each character `escape` names replaced by its escape and every other kept: the
 /// loop under every table of character escapes (HTML text, MCP tool names).
