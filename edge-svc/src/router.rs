@@ -66,105 +66,60 @@ struct Pattern {
     text: &'static str,
 }
 
+/// A pattern that serves GET (and so HEAD).
+const fn get(text: &'static str, segments: &'static [Segment], route: Route) -> Pattern {
+    Pattern { verb: Verb::Get, segments, route, text }
+}
+
+const fn post(text: &'static str, segments: &'static [Segment], route: Route) -> Pattern {
+    Pattern { verb: Verb::Post, segments, route, text }
+}
+
 use Segment::{Literal as L, One, Rest};
 
 const PATTERNS: &[Pattern] = &[
-    Pattern { verb: Verb::Get, segments: &[L("v1"), L("health")], route: Route::Health, text: "GET /v1/health" },
-    Pattern { verb: Verb::Get, segments: &[L("v1"), L("head")], route: Route::Head, text: "GET /v1/head" },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L("v1"), L("worlds"), One],
-        route: Route::World,
-        text: "GET /v1/worlds/{ref}",
-    },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L("v1"), L("objects"), L("by-semantic-id"), Rest],
-        route: Route::ObjectsBySemanticId,
-        text: "GET /v1/objects/by-semantic-id/{name...}",
-    },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L("v1"), L("objects"), One],
-        route: Route::Object,
-        text: "GET /v1/objects/{ref}",
-    },
-    Pattern { verb: Verb::Get, segments: &[L("v1"), L("log")], route: Route::LogPage, text: "GET /v1/log" },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L("v1"), L("log"), One],
-        route: Route::LogEntry,
-        text: "GET /v1/log/{index}",
-    },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L("v1"), L("registry"), Rest],
-        route: Route::Registry,
-        text: "GET /v1/registry/{name...}",
-    },
-    Pattern { verb: Verb::Post, segments: &[L("v1"), L("commit")], route: Route::Commit, text: "POST /v1/commit" },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L("v1"), L("receipts"), One],
-        route: Route::Receipt,
-        text: "GET /v1/receipts/{id}",
-    },
-    Pattern { verb: Verb::Get, segments: &[L("v1"), L("session")], route: Route::Session, text: "GET /v1/session" },
-    Pattern { verb: Verb::Get, segments: &[L("v1"), L("calls")], route: Route::Calls, text: "GET /v1/calls" },
-    Pattern { verb: Verb::Get, segments: &[L("ui"), Rest], route: Route::Ui, text: "GET /ui/" },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L(".well-known"), L("agent.json")],
-        route: Route::AgentCard,
-        text: "GET /.well-known/agent.json",
-    },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L(".well-known"), L("agent-card.json")],
-        route: Route::A2aCard,
-        text: "GET /.well-known/agent-card.json",
-    },
-    Pattern { verb: Verb::Post, segments: &[L("a2a"), Rest], route: Route::A2a, text: "POST /a2a/" },
-    Pattern { verb: Verb::Post, segments: &[L("mcp"), Rest], route: Route::Mcp, text: "POST /mcp/" },
-    Pattern { verb: Verb::Get, segments: &[L("metrics")], route: Route::Metrics, text: "GET /metrics" },
+    get("GET /v1/health", &[L("v1"), L("health")], Route::Health),
+    get("GET /v1/head", &[L("v1"), L("head")], Route::Head),
+    get("GET /v1/worlds/{ref}", &[L("v1"), L("worlds"), One], Route::World),
+    get(
+        "GET /v1/objects/by-semantic-id/{name...}",
+        &[L("v1"), L("objects"), L("by-semantic-id"), Rest],
+        Route::ObjectsBySemanticId,
+    ),
+    get("GET /v1/objects/{ref}", &[L("v1"), L("objects"), One], Route::Object),
+    get("GET /v1/log", &[L("v1"), L("log")], Route::LogPage),
+    get("GET /v1/log/{index}", &[L("v1"), L("log"), One], Route::LogEntry),
+    get("GET /v1/registry/{name...}", &[L("v1"), L("registry"), Rest], Route::Registry),
+    post("POST /v1/commit", &[L("v1"), L("commit")], Route::Commit),
+    get("GET /v1/receipts/{id}", &[L("v1"), L("receipts"), One], Route::Receipt),
+    get("GET /v1/session", &[L("v1"), L("session")], Route::Session),
+    get("GET /v1/calls", &[L("v1"), L("calls")], Route::Calls),
+    get("GET /ui/", &[L("ui"), Rest], Route::Ui),
+    get("GET /.well-known/agent.json", &[L(".well-known"), L("agent.json")], Route::AgentCard),
+    get("GET /.well-known/agent-card.json", &[L(".well-known"), L("agent-card.json")], Route::A2aCard),
+    post("POST /a2a/", &[L("a2a"), Rest], Route::A2a),
+    post("POST /mcp/", &[L("mcp"), Rest], Route::Mcp),
+    get("GET /metrics", &[L("metrics")], Route::Metrics),
     // `L("")` is the trailing slash: exactly `/mcp/`, with `/mcp` redirected to it.
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L(".well-known"), L("oauth-protected-resource"), L("mcp"), L("")],
-        route: Route::OAuth(Endpoint::McpResource),
-        text: "GET /.well-known/oauth-protected-resource/mcp/",
-    },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L(".well-known"), L("oauth-protected-resource")],
-        route: Route::OAuth(Endpoint::RootResource),
-        text: "GET /.well-known/oauth-protected-resource",
-    },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L(".well-known"), L("oauth-authorization-server")],
-        route: Route::OAuth(Endpoint::Server),
-        text: "GET /.well-known/oauth-authorization-server",
-    },
-    Pattern {
-        verb: Verb::Post,
-        segments: &[L("register")],
-        route: Route::OAuth(Endpoint::Register),
-        text: "POST /register",
-    },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L("authorize")],
-        route: Route::OAuth(Endpoint::Authorize),
-        text: "GET /authorize",
-    },
-    Pattern {
-        verb: Verb::Get,
-        segments: &[L("authorize"), L("wait")],
-        route: Route::OAuth(Endpoint::Wait),
-        text: "GET /authorize/wait",
-    },
-    Pattern { verb: Verb::Post, segments: &[L("token")], route: Route::OAuth(Endpoint::Token), text: "POST /token" },
+    get(
+        "GET /.well-known/oauth-protected-resource/mcp/",
+        &[L(".well-known"), L("oauth-protected-resource"), L("mcp"), L("")],
+        Route::OAuth(Endpoint::McpResource),
+    ),
+    get(
+        "GET /.well-known/oauth-protected-resource",
+        &[L(".well-known"), L("oauth-protected-resource")],
+        Route::OAuth(Endpoint::RootResource),
+    ),
+    get(
+        "GET /.well-known/oauth-authorization-server",
+        &[L(".well-known"), L("oauth-authorization-server")],
+        Route::OAuth(Endpoint::Server),
+    ),
+    post("POST /register", &[L("register")], Route::OAuth(Endpoint::Register)),
+    get("GET /authorize", &[L("authorize")], Route::OAuth(Endpoint::Authorize)),
+    get("GET /authorize/wait", &[L("authorize"), L("wait")], Route::OAuth(Endpoint::Wait)),
+    post("POST /token", &[L("token")], Route::OAuth(Endpoint::Token)),
 ];
 
 /// A routed request.

@@ -76,7 +76,7 @@ pub fn malformed_request() -> Response {
 pub fn redirect(method: &Method, location: &str) -> Response {
     let location_value = HeaderValue::from_str(location).unwrap_or_else(|_| HeaderValue::from_static("/"));
     let mut response = if method == Method::GET {
-        let body = format!("<a href=\"{}\">Moved Permanently</a>.\n\n", html_escape(location));
+        let body = format!("<a href=\"{}\">Moved Permanently</a>.\n\n", html_escape(location, "&#34;"));
         bytes(StatusCode::MOVED_PERMANENTLY, "text/html; charset=utf-8", body.into_bytes())
     } else if method == Method::HEAD {
         bytes(StatusCode::MOVED_PERMANENTLY, "text/html; charset=utf-8", Vec::new())
@@ -89,20 +89,17 @@ pub fn redirect(method: &Method, location: &str) -> Response {
     response
 }
 
-/// Go's `htmlEscape` as `http.Redirect` applies it.
-fn html_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&#34;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+/// Text for HTML content and attribute values, with `quote` for `"`: Go's `htmlEscape`, as
+/// `http.Redirect` applies it, writes `&#34;`.
+pub fn html_escape(text: &str, quote: &'static str) -> String {
+    world_model::escape_chars(text, |c| match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some(quote),
+        '\'' => Some("&#39;"),
+        _ => None,
+    })
 }
 
 // ---- REST /v1 and the card ---------------------------------------------------------------

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use world_core::registry::read_revision;
-use world_core::store::{OpenMode, Store, StoreLocation, StoredObject};
+use world_core::store::{OpenMode, Reader, Store, StoreLocation, StoredObject};
 use world_model::registry::{EPOCH_REGISTRY, TRANSITION_REGISTRY, TRANSITION_SOURCE};
 use world_model::{EpochRegistry, HashRef};
 use world_tests::{AttendedRun, bin, run_attended, start_core};
@@ -80,7 +80,8 @@ impl Fixture {
 
     async fn sources(&self) -> usize {
         let store = self.store().await;
-        let n = store.objects_by_semantic_id(TRANSITION_SOURCE, None, 500).await.unwrap().len();
+        let n =
+            store.reads(&Reader::Everything).objects_by_semantic_id(TRANSITION_SOURCE, None, 500).await.unwrap().len();
         store.close().await;
         n
     }

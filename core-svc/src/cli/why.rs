@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value, json};
 use tonic::transport::Channel;
 use world_model::HashRef;
+use world_proto::Outcome as _;
 use world_proto::v1 as pb;
 use world_proto::v1::store_client::StoreClient;
 
@@ -209,10 +210,7 @@ impl Source {
                     .await
                     .map_err(Failed::fatal)?
                     .into_inner();
-                entry_reply(reply.outcome.map(|o| match o {
-                    pb::get_log_entry_reply::Outcome::Entry(e) => Ok(e),
-                    pb::get_log_entry_reply::Outcome::Failure(f) => Err(f),
-                }))
+                found(reply.into_result())?.map(entry_from_wire).transpose()
             }
         }
     }
@@ -228,10 +226,7 @@ impl Source {
                     .await
                     .map_err(Failed::fatal)?
                     .into_inner();
-                entry_reply(reply.outcome.map(|o| match o {
-                    pb::object_entry_reply::Outcome::Entry(e) => Ok(e),
-                    pb::object_entry_reply::Outcome::Failure(f) => Err(f),
-                }))
+                found(reply.into_result())?.map(entry_from_wire).transpose()
             }
         }
     }
@@ -252,16 +247,7 @@ impl Source {
                     .await
                     .map_err(Failed::fatal)?
                     .into_inner();
-                match reply.outcome {
-                    Some(pb::get_object_reply::Outcome::Object(o)) => {
-                        Ok(Some((o.semantic_id, o.payload.unwrap_or_default())))
-                    }
-                    Some(pb::get_object_reply::Outcome::Failure(f)) if f.code == "not_found" => Ok(None),
-                    Some(pb::get_object_reply::Outcome::Failure(f)) => {
-                        Err(Failed::refused(format!("{}: {}", f.code, f.message)))
-                    }
-                    None => Err(Failed::fatal("the core answered without an outcome")),
-                }
+                Ok(found(reply.into_result())?.map(|o| (o.semantic_id, o.payload.unwrap_or_default())))
             }
         }
     }
@@ -275,23 +261,28 @@ fn authorized<T>(message: T, authorization: &str) -> Result<tonic::Request<T>, F
     Ok(request)
 }
 
-fn entry_reply(outcome: Option<Result<pb::LogEntry, pb::Failure>>) -> Result<Option<LogEntry>, Failed> {
-    let parse = |field: &str, text: &str| HashRef::parse(text).map_err(|e| Failed::fatal(format!("{field}: {e}")));
+/// A read's answer: its value, `None` when the core has no such thing, or why it refused.
+fn found<T>(outcome: Option<Result<T, pb::Failure>>) -> Result<Option<T>, Failed> {
     match outcome {
-        Some(Ok(e)) => Ok(Some(LogEntry {
-            entry_index: e.entry_index,
-            semantics_epoch: e.semantics_epoch,
-            transition_fn: parse("transitionFn", &e.transition_fn)?,
-            interpreter: parse("interpreter", &e.interpreter)?,
-            prev_entry_hash: parse("prevEntryHash", &e.prev_entry_hash)?,
-            written_by: e.written_by,
-            entry_hash: parse("entryHash", &e.entry_hash)?,
-            transition_ref: parse("transitionRef", &e.transition_ref)?,
-        })),
+        Some(Ok(value)) => Ok(Some(value)),
         Some(Err(f)) if f.code == "not_found" => Ok(None),
         Some(Err(f)) => Err(Failed::refused(format!("{}: {}", f.code, f.message))),
         None => Err(Failed::fatal("the core answered without an outcome")),
     }
+}
+
+fn entry_from_wire(e: pb::LogEntry) -> Result<LogEntry, Failed> {
+    let parse = |field: &str, text: &str| HashRef::parse(text).map_err(|e| Failed::fatal(format!("{field}: {e}")));
+    Ok(LogEntry {
+        entry_index: e.entry_index,
+        semantics_epoch: e.semantics_epoch,
+        transition_fn: parse("transitionFn", &e.transition_fn)?,
+        interpreter: parse("interpreter", &e.interpreter)?,
+        prev_entry_hash: parse("prevEntryHash", &e.prev_entry_hash)?,
+        written_by: e.written_by,
+        entry_hash: parse("entryHash", &e.entry_hash)?,
+        transition_ref: parse("transitionRef", &e.transition_ref)?,
+    })
 }
 
 /// Every object the entry leads to.
@@ -308,18 +299,9 @@ async fn walk(source: &Source, entry: &LogEntry) -> Result<Walk, Failed> {
         .and_then(Value::as_array)
         .map(|refs| refs.iter().filter_map(|r| r.as_str().and_then(|r| HashRef::parse(r).ok())).collect())
         .unwrap_or_default();
-    let mut input = None;
-    if let Some(reference) = input_ref {
-        input = Some(visit(source, 1, "input", reference).await?);
-    }
-    let mut output = None;
-    if let Some(reference) = output_ref {
-        output = Some(visit(source, 1, "output", reference).await?);
-    }
-    let mut plan = None;
-    if let Some(reference) = plan_ref {
-        plan = Some(visit(source, 1, "plan", reference).await?);
-    }
+    let input = visit_named(source, 1, "input", input_ref).await?;
+    let output = visit_named(source, 1, "output", output_ref).await?;
+    let plan = visit_named(source, 1, "plan", plan_ref).await?;
     let mut effects = Vec::with_capacity(effect_refs.len());
     for (i, reference) in effect_refs.into_iter().enumerate() {
         let record = visit(source, 1, &format!("effect {i}"), reference).await?;
@@ -330,14 +312,8 @@ async fn walk(source: &Source, entry: &LogEntry) -> Result<Walk, Failed> {
         // A denial writes its record only: the request it names was never stored.
         let denied = record.json.as_ref().and_then(|r| r.get("allowed")).and_then(Value::as_bool) == Some(false);
         let (request_ref, result_ref) = (linked("requestRef").filter(|_| !denied), linked("resultRef"));
-        let mut request = None;
-        if let Some(reference) = request_ref {
-            request = Some(visit(source, 2, "request", reference).await?);
-        }
-        let mut result = None;
-        if let Some(reference) = result_ref {
-            result = Some(visit(source, 2, "result", reference).await?);
-        }
+        let request = visit_named(source, 2, "request", request_ref).await?;
+        let result = visit_named(source, 2, "result", result_ref).await?;
         effects.push(EffectSeen { record, request, result });
     }
     let source_seen = visit(source, 0, "source", entry.transition_fn).await?;
@@ -354,6 +330,19 @@ async fn visit(source: &Source, depth: usize, role: &str, reference: HashRef) ->
         }
     };
     Ok(Seen { depth, role: role.to_owned(), reference, semantic_id, mark, json })
+}
+
+/// [`visit`] of a ref the record may leave out.
+async fn visit_named(
+    source: &Source,
+    depth: usize,
+    role: &str,
+    reference: Option<HashRef>,
+) -> Result<Option<Seen>, Failed> {
+    match reference {
+        Some(reference) => Ok(Some(visit(source, depth, role, reference).await?)),
+        None => Ok(None),
+    }
 }
 
 // ----- the story --------------------------------------------------------------------------------

@@ -235,33 +235,22 @@ impl AilangHandlers {
             "builtins_list" => self.builtins_list(worktree, json(true)?).await,
             "builtins_show" => {
                 let name = request.needed(op, "module")?;
-                let argv =
-                    if json(true)? { vec!["builtins", "show", name, "--json"] } else { vec!["builtins", "show", name] };
-                self.command(worktree, &argv, None).await
+                self.command(worktree, &json_form(vec!["builtins", "show", name], json(true)?), None).await
             }
-            "examples_list" => {
-                let argv = if json(true)? { vec!["examples", "list", "--json"] } else { vec!["examples", "list"] };
-                self.command(worktree, &argv, None).await
-            }
+            "examples_list" => self.command(worktree, &json_form(vec!["examples", "list"], json(true)?), None).await,
             "examples_search" => {
                 json(false)?;
                 self.examples_search(worktree, request.needed(op, "query")?).await
             }
             "examples_show" => {
                 let name = request.needed(op, "module")?;
-                let argv =
-                    if json(true)? { vec!["examples", "show", name, "--json"] } else { vec!["examples", "show", name] };
-                self.command(worktree, &argv, None).await
+                self.command(worktree, &json_form(vec!["examples", "show", name], json(true)?), None).await
             }
             "iface" => {
                 let module = request.needed(op, "module")?;
-                let argv = if json(true)? { vec!["iface", module, "--json"] } else { vec!["iface", module] };
-                self.command(worktree, &argv, None).await
+                self.command(worktree, &json_form(vec!["iface", module], json(true)?), None).await
             }
-            "prompt" | "agent_prompt" => {
-                let argv = if json(true)? { vec!["prompt", "--json"] } else { vec!["prompt"] };
-                self.command(worktree, &argv, None).await
-            }
+            "prompt" | "agent_prompt" => self.command(worktree, &json_form(vec!["prompt"], json(true)?), None).await,
             "policy_check" => {
                 json(false)?;
                 self.policy_check(worktree, request.needed(op, "path")?).await
@@ -583,6 +572,14 @@ impl AilangHandlers {
         }
         Ok((Box::pin(subprocess::run(spawn, slot, self.timeout, CAPTURED_OUTPUT)).await, sha256))
     }
+}
+
+/// `argv` with `--json` after it when the request asked for the JSON form.
+fn json_form(mut argv: Vec<&str>, json: bool) -> Vec<&str> {
+    if json {
+        argv.push("--json");
+    }
+    argv
 }
 
 /// Why World-rs refuses one of the reference's `ailang-cli` operations.

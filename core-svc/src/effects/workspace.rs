@@ -97,14 +97,7 @@ impl WorkspaceHandlers {
         let policy = &self.policy;
         Ok(match request {
             Request::Read { path } => {
-                let bytes = worktree.read(path, policy)?;
-                let content = String::from_utf8(bytes).map_err(|e| AccessError::Refused {
-                    path: path.clone(),
-                    reason: format!(
-                        "its content is not UTF-8 text (invalid byte at offset {}); only text files are read",
-                        e.utf8_error().valid_up_to()
-                    ),
-                })?;
+                let content = text(path, worktree.read(path, policy)?, "read")?;
                 object([
                     ("ok", Value::Bool(true)),
                     ("sha256", sha256(content.as_bytes())),
@@ -120,15 +113,8 @@ impl WorkspaceHandlers {
                 ])
             }
             Request::Edit { path, old_text, new_text } => {
-                let bytes = worktree.read_for_edit(path, policy)?;
-                let text = String::from_utf8(bytes).map_err(|e| AccessError::Refused {
-                    path: path.clone(),
-                    reason: format!(
-                        "its content is not UTF-8 text (invalid byte at offset {}); only text files are edited",
-                        e.utf8_error().valid_up_to()
-                    ),
-                })?;
-                let edited = replace_once(&text, old_text, new_text)
+                let content = text(path, worktree.read_for_edit(path, policy)?, "edited")?;
+                let edited = replace_once(&content, old_text, new_text)
                     .map_err(|reason| AccessError::Refused { path: path.clone(), reason })?;
                 // Episode effects run one at a time, so nothing of this episode changes the file
                 // between this read and the write.
@@ -146,6 +132,17 @@ impl WorkspaceHandlers {
 /// `sha256:<hex>` of file bytes, the key a record is tied to the version it read or wrote by.
 pub fn sha256(bytes: &[u8]) -> Value {
     Value::String(HashRef::of(bytes).to_string())
+}
+
+/// A file's bytes as text; the refusal names what is done only to text files (`read`, `edited`).
+fn text(path: &str, bytes: Vec<u8>, done: &str) -> Result<String, AccessError> {
+    String::from_utf8(bytes).map_err(|e| AccessError::Refused {
+        path: path.to_owned(),
+        reason: format!(
+            "its content is not UTF-8 text (invalid byte at offset {}); only text files are {done}",
+            e.utf8_error().valid_up_to()
+        ),
+    })
 }
 
 fn object<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {

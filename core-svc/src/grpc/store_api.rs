@@ -13,7 +13,7 @@ use world_proto::v1::store_server::Store as StoreApi;
 use super::convert::{self, parse_optional_ref, parse_ref};
 use super::{authorization, reply, unless_store_gone};
 use crate::invoke::refusal;
-use crate::store::{Commit, Reader, Receipt, StoreError};
+use crate::store::{Commit, Reader, Receipt, Store, StoreError};
 use crate::{Core, calls};
 
 pub struct StoreService {
@@ -25,20 +25,21 @@ impl StoreService {
         Self { core }
     }
 
-    /// Resolves the caller's session, then runs `read` as the session's reader under the read
-    /// deadline.
-    async fn gated<T, R, F>(
-        &self,
-        request: &Request<T>,
+    /// Resolves the caller's session, then runs `read` on the store, as the session's reader,
+    /// with the request's message, under the read deadline.
+    async fn gated<'a, T, R, F>(
+        &'a self,
+        request: &'a Request<T>,
         what: &str,
-        read: impl FnOnce(Reader) -> F,
+        read: impl FnOnce(&'a Store, Reader, &'a T) -> F,
     ) -> Result<R, Failure>
     where
         F: Future<Output = Result<R, Failure>>,
     {
         let session = self.core.resolve_session(authorization(request), what).await?;
         let reader = session.reader(crate::session::now_unix());
-        tokio::time::timeout(self.core.limits.read, read(reader)).await.map_err(refusal::timed_out)?
+        let read = read(&self.core.store, reader, request.get_ref());
+        tokio::time::timeout(self.core.limits.read, read).await.map_err(refusal::timed_out)?
     }
 }
 
@@ -68,9 +69,8 @@ impl StoreApi for StoreService {
     }
 
     async fn head(&self, request: Request<pb::HeadRequest>) -> Result<Response<pb::HeadReply>, Status> {
-        let store = &self.core.store;
         let outcome = self
-            .gated(&request, "head", |_| async {
+            .gated(&request, "head", |store, _, _| async move {
                 store.selected_head().await.found("head", "no world head has been selected yet")
             })
             .await;
@@ -78,10 +78,9 @@ impl StoreApi for StoreService {
     }
 
     async fn get_world(&self, request: Request<pb::GetWorldRequest>) -> Result<Response<pb::GetWorldReply>, Status> {
-        let store = &self.core.store;
         let outcome = self
-            .gated(&request, "world", |_| async {
-                let reference = parse_ref("world ref", &request.get_ref().r#ref)?;
+            .gated(&request, "world", |store, _, message| async move {
+                let reference = parse_ref("world ref", &message.r#ref)?;
                 store.world(&reference).await.found("world", "world not found")
             })
             .await;
@@ -89,10 +88,8 @@ impl StoreApi for StoreService {
     }
 
     async fn get_object(&self, request: Request<pb::GetObjectRequest>) -> Result<Response<pb::GetObjectReply>, Status> {
-        let store = &self.core.store;
-        let message = request.get_ref();
         let outcome = self
-            .gated(&request, "object", |reader| async move {
+            .gated(&request, "object", |store, reader, message| async move {
                 let hash = parse_ref("object ref", &message.r#ref)?;
                 store.reads(&reader).object(&hash, message.with_payload).await.found("object", "object not found")
             })
@@ -104,10 +101,8 @@ impl StoreApi for StoreService {
         &self,
         request: Request<pb::ObjectsBySemanticIdRequest>,
     ) -> Result<Response<pb::ObjectsBySemanticIdReply>, Status> {
-        let store = &self.core.store;
-        let message = request.get_ref();
         let outcome = self
-            .gated(&request, "objects by semantic id", |reader| async move {
+            .gated(&request, "objects by semantic id", |store, reader, message| async move {
                 if message.semantic_id.is_empty() {
                     return Err(Failure::new(FailureCode::BadRequest, "semantic id is empty"));
                 }
@@ -126,10 +121,8 @@ impl StoreApi for StoreService {
         &self,
         request: Request<pb::ObjectEntryRequest>,
     ) -> Result<Response<pb::ObjectEntryReply>, Status> {
-        let store = &self.core.store;
-        let message = request.get_ref();
         let outcome = self
-            .gated(&request, "object entry", |reader| async move {
+            .gated(&request, "object entry", |store, reader, message| async move {
                 let hash = parse_ref("object ref", &message.r#ref)?;
                 store
                     .reads(&reader)
@@ -145,10 +138,8 @@ impl StoreApi for StoreService {
         &self,
         request: Request<pb::GetLogEntryRequest>,
     ) -> Result<Response<pb::GetLogEntryReply>, Status> {
-        let store = &self.core.store;
-        let message = request.get_ref();
         let outcome = self
-            .gated(&request, "log entry", |reader| async move {
+            .gated(&request, "log entry", |store, reader, message| async move {
                 let index = message.index;
                 if index < 0 {
                     return Err(Failure::new(FailureCode::BadRequest, "log index must be a non-negative integer"));
@@ -160,10 +151,8 @@ impl StoreApi for StoreService {
     }
 
     async fn log_page(&self, request: Request<pb::LogPageRequest>) -> Result<Response<pb::LogPageReply>, Status> {
-        let store = &self.core.store;
-        let message = request.get_ref();
         let outcome = self
-            .gated(&request, "log page", |reader| async move {
+            .gated(&request, "log page", |store, reader, message| async move {
                 if message.from < 0 {
                     return Err(Failure::new(FailureCode::BadRequest, "from must be a non-negative integer"));
                 }
@@ -177,10 +166,9 @@ impl StoreApi for StoreService {
         &self,
         request: Request<pb::RegistryHeadRequest>,
     ) -> Result<Response<pb::RegistryHeadReply>, Status> {
-        let store = &self.core.store;
         let outcome = self
-            .gated(&request, "registry head", |_| async {
-                let name = &request.get_ref().name;
+            .gated(&request, "registry head", |store, _, message| async move {
+                let name = &message.name;
                 if name.is_empty() {
                     return Err(Failure::new(FailureCode::BadRequest, "registry name is empty"));
                 }
@@ -191,10 +179,9 @@ impl StoreApi for StoreService {
     }
 
     async fn receipt(&self, request: Request<pb::ReceiptRequest>) -> Result<Response<pb::ReceiptReply>, Status> {
-        let store = &self.core.store;
         let outcome = self
-            .gated(&request, "receipt", |_| async {
-                let id = &request.get_ref().invocation_id;
+            .gated(&request, "receipt", |store, _, message| async move {
+                let id = &message.invocation_id;
                 if !is_rest_id(id) {
                     return Err(Failure::new(FailureCode::BadRequest, "receipt id must be rest:<id>"));
                 }

@@ -42,20 +42,7 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
         let claim = match existing {
-            None => {
-                sqlx::query(
-                    "INSERT INTO invocation_claims (invocation_id, call_digest, state, owner, claimed_at, expires_at) \
-                     VALUES ($1, $2, 'running', $3, $4, $5)",
-                )
-                .bind(invocation_id)
-                .bind(digest)
-                .bind(owner)
-                .bind(now)
-                .bind(expires_at)
-                .execute(&mut *tx)
-                .await?;
-                Claim::Acquired
-            }
+            None => Claim::Acquired,
             Some(row) => {
                 let existing_digest: String = row.try_get("call_digest")?;
                 let state: String = row.try_get("state")?;
@@ -66,22 +53,28 @@ impl Store {
                 } else if state == "committed" {
                     Claim::Committed
                 } else if held_until <= now || owner_gone(&mut tx, self.backend, &holder).await? {
-                    sqlx::query(
-                        "UPDATE invocation_claims SET owner = $2, claimed_at = $3, expires_at = $4 \
-                         WHERE invocation_id = $1",
-                    )
-                    .bind(invocation_id)
-                    .bind(owner)
-                    .bind(now)
-                    .bind(expires_at)
-                    .execute(&mut *tx)
-                    .await?;
                     Claim::Acquired
                 } else {
                     Claim::InFlight
                 }
             }
         };
+        if claim == Claim::Acquired {
+            // A new id, or a running claim of the same call taken over: either way the row
+            // becomes ours.
+            sqlx::query(
+                "INSERT INTO invocation_claims (invocation_id, call_digest, state, owner, claimed_at, expires_at) \
+                 VALUES ($1, $2, 'running', $3, $4, $5) ON CONFLICT (invocation_id) DO UPDATE \
+                 SET owner = excluded.owner, claimed_at = excluded.claimed_at, expires_at = excluded.expires_at",
+            )
+            .bind(invocation_id)
+            .bind(digest)
+            .bind(owner)
+            .bind(now)
+            .bind(expires_at)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(claim)
     }

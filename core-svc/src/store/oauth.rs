@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use super::sessions::insert_session_row;
 use super::{SessionRow, Store, StoreError, WriteTx};
 
 /// A registered public client.
@@ -150,13 +151,9 @@ impl Store {
     }
 
     pub async fn oauth_client(&self, client_id: &str) -> Result<Option<ClientRow>, StoreError> {
-        let row = sqlx::query(
-            "SELECT client_id, client_name, redirect_uris_json, created_at FROM oauth_clients WHERE client_id = $1",
-        )
-        .bind(client_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.map(|row| {
+        const SQL: &str =
+            "SELECT client_id, client_name, redirect_uris_json, created_at FROM oauth_clients WHERE client_id = $1";
+        self.row_by(SQL, client_id, |row| {
             let uris: String = row.try_get("redirect_uris_json")?;
             Ok(ClientRow {
                 client_id: row.try_get("client_id")?,
@@ -166,7 +163,7 @@ impl Store {
                 created_at: row.try_get("created_at")?,
             })
         })
-        .transpose()
+        .await
     }
 
     /// Stores a pending approval; false when its approval code's digest is taken (the caller
@@ -302,12 +299,11 @@ impl Store {
     }
 
     pub async fn oauth_refresh_token(&self, token_hash: &str) -> Result<Option<RefreshRow>, StoreError> {
-        let row = sqlx::query("SELECT approval_id, used_at FROM oauth_refresh_tokens WHERE token_hash = $1")
-            .bind(token_hash)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.map(|row| Ok(RefreshRow { approval_id: row.try_get("approval_id")?, used_at: row.try_get("used_at")? }))
-            .transpose()
+        const SQL: &str = "SELECT approval_id, used_at FROM oauth_refresh_tokens WHERE token_hash = $1";
+        self.row_by(SQL, token_hash, |row| {
+            Ok(RefreshRow { approval_id: row.try_get("approval_id")?, used_at: row.try_get("used_at")? })
+        })
+        .await
     }
 
     /// Spends a refresh token of a redeemed approval and stores `session` with its successor,
@@ -444,21 +440,7 @@ async fn insert_chained_session(
     session: &SessionRow,
     refresh_hash: &str,
 ) -> Result<(), StoreError> {
-    let inserted = sqlx::query(
-        "INSERT INTO sessions (credential_id, episode, grants_json, expires_at, created_at) \
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (credential_id) DO NOTHING",
-    )
-    .bind(session.credential_id.as_str())
-    .bind(session.episode.as_str())
-    .bind(session.grants_json.as_str())
-    .bind(session.expires_at)
-    .bind(session.created_at)
-    .execute(&mut **tx)
-    .await?
-    .rows_affected();
-    if inserted == 0 {
-        return Err(StoreError::SessionExists(session.credential_id.clone()));
-    }
+    insert_session_row(tx, session).await?;
     sqlx::query("INSERT INTO oauth_sessions (credential_id, approval_id) VALUES ($1, $2)")
         .bind(session.credential_id.as_str())
         .bind(approval_id)

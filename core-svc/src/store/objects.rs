@@ -33,17 +33,6 @@ impl Store {
         self.reads(&Reader::Everything).object(hash, with_payload).await
     }
 
-    /// Objects with this semantic id in ascending hash order, strictly after
-    /// `after`, without payloads.
-    pub async fn objects_by_semantic_id(
-        &self,
-        semantic_id: &str,
-        after: Option<&HashRef>,
-        limit: u32,
-    ) -> Result<Vec<StoredObject>, StoreError> {
-        self.reads(&Reader::Everything).objects_by_semantic_id(semantic_id, after, limit).await
-    }
-
     // ----- worlds, log, heads --------------------------------------------
 
     pub async fn selected_head(&self) -> Result<Option<HashRef>, StoreError> {
@@ -51,11 +40,8 @@ impl Store {
     }
 
     pub async fn world(&self, reference: &HashRef) -> Result<Option<WorldRow>, StoreError> {
-        let row = sqlx::query("SELECT world_ref, revision, state_root, log_head FROM worlds WHERE world_ref = $1")
-            .bind(reference.to_string())
-            .fetch_optional(&self.pool)
-            .await?;
-        row.map(|row| world_from_row(&row)).transpose()
+        const SQL: &str = "SELECT world_ref, revision, state_root, log_head FROM worlds WHERE world_ref = $1";
+        self.row_by(SQL, &reference.to_string(), world_from_row).await
     }
 
     pub async fn log_entry(&self, index: i64) -> Result<Option<LogEntry>, StoreError> {

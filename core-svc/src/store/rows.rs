@@ -4,7 +4,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use world_model::HashRef;
 
-use super::{LogEntry, StoreError, StoredObject, WorldRow};
+use super::{LogEntry, Store, StoreError, StoredObject, WorldRow};
 
 /// A result row's columns by name, read the same from a sqlx row and a direct SQLite row.
 pub(super) trait Columns {
@@ -41,6 +41,19 @@ macro_rules! columns_through {
 
 columns_through!(AnyRow, try_get);
 columns_through!(rusqlite::Row<'_>, get);
+
+impl Store {
+    /// The row `sql` finds by its one parameter, `key`, decoded; `None` when there is none.
+    pub(super) async fn row_by<T>(
+        &self,
+        sql: &'static str,
+        key: &str,
+        decode: impl FnOnce(&AnyRow) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        let row = sqlx::query(sql).bind(key).fetch_optional(&self.pool).await?;
+        row.as_ref().map(decode).transpose()
+    }
+}
 
 pub(super) fn column_ref(row: &(impl Columns + ?Sized), column: &str) -> Result<HashRef, StoreError> {
     parse_column_ref(column, &row.text(column)?)

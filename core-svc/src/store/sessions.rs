@@ -1,5 +1,6 @@
 //! Session rows. Only the sha256 of a credential is ever stored.
 
+use sqlx::AnyConnection;
 use world_model::HashRef;
 
 use super::{Columns, SessionRow, Store, StoreError};
@@ -11,32 +12,14 @@ impl Store {
     /// Inserts a new session; a credential id collision is an error, never absorbed.
     pub async fn insert_session(&self, row: &SessionRow) -> Result<(), StoreError> {
         let _turn = self.writer_turn().await;
-        let result = sqlx::query(
-            "INSERT INTO sessions (credential_id, episode, grants_json, expires_at, created_at) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (credential_id) DO NOTHING",
-        )
-        .bind(row.credential_id.as_str())
-        .bind(row.episode.as_str())
-        .bind(row.grants_json.as_str())
-        .bind(row.expires_at)
-        .bind(row.created_at)
-        .execute(&self.pool)
-        .await?;
-        if result.rows_affected() == 0 {
-            return Err(StoreError::SessionExists(row.credential_id.clone()));
-        }
-        Ok(())
+        insert_session_row(&mut *self.pool.acquire().await?, row).await
     }
 
     /// One primary-key lookup, fresh on every request.
     pub async fn session(&self, credential_id: &str) -> Result<Option<SessionRow>, StoreError> {
-        let row = sqlx::query(
-            "SELECT credential_id, episode, grants_json, expires_at, created_at FROM sessions WHERE credential_id = $1",
-        )
-        .bind(credential_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.map(|row| session_from_row(&row)).transpose()
+        const SQL: &str =
+            "SELECT credential_id, episode, grants_json, expires_at, created_at FROM sessions WHERE credential_id = $1";
+        self.row_by(SQL, credential_id, session_from_row).await
     }
 
     /// The session and the named registry's head in one statement: admission needs both, fresh,
@@ -98,6 +81,25 @@ impl Store {
             .await?;
         Ok(result.rows_affected() > 0)
     }
+}
+
+/// [`Store::insert_session`] on `conn`, for a caller that writes more beside it.
+pub(super) async fn insert_session_row(conn: &mut AnyConnection, row: &SessionRow) -> Result<(), StoreError> {
+    let result = sqlx::query(
+        "INSERT INTO sessions (credential_id, episode, grants_json, expires_at, created_at) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (credential_id) DO NOTHING",
+    )
+    .bind(row.credential_id.as_str())
+    .bind(row.episode.as_str())
+    .bind(row.grants_json.as_str())
+    .bind(row.expires_at)
+    .bind(row.created_at)
+    .execute(conn)
+    .await?;
+    if result.rows_affected() == 0 {
+        return Err(StoreError::SessionExists(row.credential_id.clone()));
+    }
+    Ok(())
 }
 
 fn session_from_row(row: &(impl Columns + ?Sized)) -> Result<SessionRow, StoreError> {

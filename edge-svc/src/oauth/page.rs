@@ -106,18 +106,7 @@ fn clock(unix: i64) -> String {
 
 /// Text for HTML content and attribute values.
 fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    wire::html_escape(text, "&quot;")
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Speed of `ailang run`, reported as ratios against baselines measured in the same run:
 //!
-//! * spawning `ailang run echo.ail` versus spawning `/bin/true` the same way (target <= 3x);
+//! * spawning `ailang run` on an echo capsule versus spawning `/bin/true` the same way (target <= 3x);
 //! * spawning `ailang check` on a 300-line module versus `/bin/true` (target <= 3x);
 //! * parsing, loading, checking and running a 300-line module in process.
 //!
@@ -8,6 +8,11 @@
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::{Capsule, RUN};
 
 const ECHO: &str =
     "module quickstart/echo\n\nexport func main(input: string) -> string {\n  \"{\\\"echo\\\":${input}}\"\n}\n";
@@ -60,25 +65,14 @@ fn module_300_lines() -> String {
 fn main() {
     let root = std::env::temp_dir().join(format!("ailang-bench-{}", std::process::id()));
     std::fs::create_dir_all(&root).expect("bench dir");
-    std::fs::write(root.join("echo.ail"), ECHO).expect("write echo");
-    std::fs::write(root.join("args.json"), "\"{\\\"a\\\":1}\"").expect("write args");
     let bin = env!("CARGO_BIN_EXE_ailang");
     let rounds = 200;
 
     let mut truth = || Command::new("/bin/true");
+    let capsule = Capsule::new(ECHO, Some("\"{\\\"a\\\":1}\""));
     let mut run = || {
-        let mut c = Command::new(bin);
-        c.current_dir(&root).env("AILANG_RELAX_MODULES", "1").args([
-            "run",
-            "--quiet",
-            "--caps",
-            "",
-            "--entry",
-            "main",
-            "--args-file",
-            "args.json",
-            "echo.ail",
-        ]);
+        let mut c = capsule.command();
+        c.args(RUN);
         c
     };
     let source = module_300_lines();

@@ -232,21 +232,19 @@ impl<'s> Parser<'s> {
     }
 
     fn eat_sym(&mut self, sym: &str) -> bool {
-        if self.is_sym(sym) {
-            self.bump();
-            true
-        } else {
-            false
-        }
+        self.eat_if(self.is_sym(sym))
     }
 
     fn eat_word(&mut self, word: &str) -> bool {
-        if self.is_word(word) {
+        self.eat_if(self.is_word(word))
+    }
+
+    /// Steps past the token when `here` says it is the one wanted.
+    fn eat_if(&mut self, here: bool) -> bool {
+        if here {
             self.bump();
-            true
-        } else {
-            false
         }
+        here
     }
 
     fn unexpected(&self, wanted: &str) -> Diagnostic {

@@ -163,17 +163,10 @@ fn args_file_loses_a_bom_and_trailing_whitespace() {
 
 #[test]
 fn args_json_dash_reads_stdin() {
-    use std::io::Write;
     let capsule = Capsule::new("module m\nexport func main(s: string) -> string = s\n", None);
-    let mut child = capsule
-        .command()
-        .args(["run", "--quiet", "--args-json", "-", "host/capsule/main.ail"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    child.stdin.take().expect("stdin").write_all(b"\"from stdin\"\n").expect("write");
-    let out: Outcome = child.wait_with_output().expect("wait").into();
+    let mut command = capsule.command();
+    command.args(["run", "--quiet", "--args-json", "-", "host/capsule/main.ail"]);
+    let out = with_stdin(&mut command, b"\"from stdin\"\n");
     assert_eq!((out.code, out.stdout.as_str()), (0, "from stdin\n"));
 }
 
@@ -237,8 +230,7 @@ fn runtime_errors_exit_1_with_an_error_line() {
 #[test]
 fn print_needs_the_io_capability() {
     let source = "module m\nexport func main(s: string) -> () ! {IO} = println(s)\n";
-    let stderr = expect_failure(source, "x", 1);
-    assert!(stderr.contains("EVA004: missing capability: IO"), "{stderr}");
+    fails_with(source, "x", "EVA004: missing capability: IO");
     let capsule = Capsule::new(source, Some("\"printed\""));
     let out =
         capsule.run_args(&["run", "--quiet", "--caps", "IO", "--args-file", "args.json", "host/capsule/main.ail"]);

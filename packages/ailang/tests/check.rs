@@ -147,19 +147,15 @@ fn every_program_the_project_runs_passes_check() {
 #[test]
 fn run_refuses_an_ill_typed_module_before_evaluating_it() {
     let source = "module m\nimport std/io (println)\nexport func main(input: string) -> string {\n  let n = 1 + \"a\";\n  input\n}\n";
-    let stderr = expect_failure(source, "{}", 1);
-    assert!(stderr.starts_with("Error: TC010: '+' works on numbers, but this operand is a string"), "{stderr}");
+    let stderr = fails_starting(source, "{}", "Error: TC010: '+' works on numbers, but this operand is a string");
     assert!(stderr.contains("host/capsule/main.ail:4:15"), "{stderr}");
 }
 
 #[test]
 fn an_effect_without_a_declaration_is_refused_at_check_time() {
     let source = "module m\nexport func main(input: string) -> string {\n  println(input);\n  input\n}\n";
-    let stderr = expect_failure(source, "{}", 1);
-    assert!(
-        stderr.starts_with("Error: TC009: 'println' needs the IO effect, but 'main' does not declare it"),
-        "{stderr}"
-    );
+    let stderr =
+        fails_starting(source, "{}", "Error: TC009: 'println' needs the IO effect, but 'main' does not declare it");
     assert!(stderr.contains("Fix: declare it"), "{stderr}");
 }
 

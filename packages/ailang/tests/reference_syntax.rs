@@ -84,11 +84,7 @@ fn an_assert_takes_a_bool_and_test_blocks_are_type_checked() {
 fn an_assert_in_ordinary_code_fails_the_run() {
     let source = "module m\nexport func main(input: string) -> string {\n  assert input != \"\"\n  input\n}\n";
     assert_eq!(transition(source, "ok").stdout, "ok\n");
-    let stderr = expect_failure(source, "", 1);
-    assert!(
-        stderr.starts_with("Error: execution failed: RT_ASSERT: assertion failed at host/capsule/main.ail:3:10"),
-        "{stderr}"
-    );
+    fails_starting(source, "", "Error: execution failed: RT_ASSERT: assertion failed at host/capsule/main.ail:3:10");
 }
 
 #[test]
@@ -217,18 +213,16 @@ fn std_functions_the_reference_programs_call() {
             ("show(abs_Float(-2.5))", "2.5"),
         ],
     );
-    let stderr = expect_failure(
+    fails_with(
         "module m\nimport std/string (charAt)\nexport func main(input: string) -> string = charAt(input, 9)\n",
         "abc",
-        1,
+        "RT_INDEX: charAt: index 9 out of bounds for string of length 3",
     );
-    assert!(stderr.contains("RT_INDEX: charAt: index 9 out of bounds for string of length 3"), "{stderr}");
-    let stderr = expect_failure(
+    fails_with(
         "module m\nimport std/string (charCode)\nexport func main(input: string) -> string = show(charCode(input))\n",
         "ab",
-        1,
+        "charCode: expected a one-character string, got 2 characters",
     );
-    assert!(stderr.contains("charCode: expected a one-character string, got 2 characters"), "{stderr}");
 }
 
 #[test]
@@ -381,17 +375,8 @@ export func main() -> () ! {IO} {
 "#;
     let dir = tempfile::tempdir().expect("tmp");
     std::fs::write(dir.path().join("m.ail"), source).expect("write");
-    let mut child = Command::new(BIN)
-        .args(["run", "--caps", "IO", "m.ail"])
-        .current_dir(dir.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    use std::io::Write;
-    child.stdin.take().expect("stdin").write_all(b"a\r\n\nlast").expect("write stdin");
-    let out: Outcome = child.wait_with_output().expect("wait").into();
+    let out =
+        with_stdin(Command::new(BIN).args(["run", "--caps", "IO", "m.ail"]).current_dir(dir.path()), b"a\r\n\nlast");
     assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (0, "[a][][last]", "lines: 3\n"));
 }
 
@@ -434,12 +419,11 @@ fn std_array_holds_items_by_index() {
             ("show(arrayLength(append(empty(), \"x\")))", "1"),
         ],
     );
-    let stderr = expect_failure(
+    fails_with(
         "module m\nimport std/array (get)\nexport func main(input: string) -> string = show(get(#[1, 2], 2))\n",
         "",
-        1,
+        "RT_INDEX: get: index 2 out of bounds for array of length 2",
     );
-    assert!(stderr.contains("RT_INDEX: get: index 2 out of bounds for array of length 2"), "{stderr}");
     let out = ailang_on(
         "module m\nimport std/array (make)\nfunc f(a: Array[int]) -> int = 1\nexport func main() -> int = f(make(2, \"s\"))\n",
         &["check"],

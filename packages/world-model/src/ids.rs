@@ -79,8 +79,14 @@ fn check_alphabet(kind: &'static str, id: &str, allowed: &'static str, ok: impl 
     }
 }
 
+/// Declares a validated string id: the type (its doc comment first), its text accessors, and
+/// the conversions that all go through its `parse`.
 macro_rules! string_newtype {
-    ($name:ident) => {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(String);
+
         impl $name {
             pub fn as_str(&self) -> &str {
                 &self.0
@@ -125,11 +131,12 @@ macro_rules! string_newtype {
     };
 }
 
-/// A transition id (reference-core §5.2): 1–128 bytes of `[a-z0-9_./-]`, segments between `.`
-/// and `/` of 1–32 bytes, every segment starting with `[a-z0-9]`, the id ending with one, and
-/// no `_`/`-` directly before a separator. Ordering is byte order, the registry's entry order.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TransitionId(String);
+string_newtype! {
+    /// A transition id (reference-core §5.2): 1–128 bytes of `[a-z0-9_./-]`, segments between `.`
+    /// and `/` of 1–32 bytes, every segment starting with `[a-z0-9]`, the id ending with one, and
+    /// no `_`/`-` directly before a separator. Ordering is byte order, the registry's entry order.
+    TransitionId
+}
 
 impl TransitionId {
     pub fn parse(text: &str) -> Result<TransitionId, IdError> {
@@ -186,12 +193,11 @@ fn check_segment(id: &str, start: usize, end: usize) -> Result<(), IdError> {
     Ok(())
 }
 
-string_newtype!(TransitionId);
-
-/// An A2A task id, the idempotency key within an episode: 1–128 characters of
-/// `[A-Za-z0-9._-]` (rule R1).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TaskId(String);
+string_newtype! {
+    /// An A2A task id, the idempotency key within an episode: 1–128 characters of
+    /// `[A-Za-z0-9._-]` (rule R1).
+    TaskId
+}
 
 impl TaskId {
     pub fn parse(text: &str) -> Result<TaskId, IdError> {
@@ -210,12 +216,11 @@ impl TaskId {
     }
 }
 
-string_newtype!(TaskId);
-
-/// An episode: `^[a-z0-9][a-z0-9-]{0,63}$`. It names the budget ledger, the worktree directory
-/// and part of every invocation id, so it must be safe as a path segment.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Episode(String);
+string_newtype! {
+    /// An episode: `^[a-z0-9][a-z0-9-]{0,63}$`. It names the budget ledger, the worktree directory
+    /// and part of every invocation id, so it must be safe as a path segment.
+    Episode
+}
 
 impl Episode {
     pub fn parse(text: &str) -> Result<Episode, IdError> {
@@ -228,8 +233,6 @@ impl Episode {
         Ok(Episode(text.to_owned()))
     }
 }
-
-string_newtype!(Episode);
 
 /// Which agent protocol an invocation arrived on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -48,5 +48,5 @@ pub use hashref::{HashRef, HashRefError, semantic_interface_hash};
 pub use ids::{Episode, IdError, Surface, TaskId, TransitionId, invocation_id};
 pub use ledger::{EntryHeader, entry_hash, world_ref};
 pub use mcp_name::{McpNameError, escape, escape_surface, unescape};
-pub use quote::{LOG_TEXT_CHARS, go_quote, quote_for_log};
+pub use quote::{LOG_TEXT_CHARS, escape_chars, go_quote, quote_for_log};
 pub use registry::{Descriptor, EpochRegistry, RegistryError, Revision, Schema, release_of};

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::quote::go_quote;
+use crate::quote::{escape_chars, go_quote};
 
 /// MCP clients refuse longer tool names; the reference refuses the whole surface rather than
 /// truncating or dropping a tool.
@@ -42,15 +42,12 @@ pub enum McpNameError {
 
 /// `_`→`_u`, `.`→`_d`, `/`→`_s`, every other byte unchanged (`tools.echo` → `tools_decho`).
 pub fn escape(id: &str) -> Result<String, McpNameError> {
-    let mut name = String::with_capacity(id.len());
-    for c in id.chars() {
-        match c {
-            '_' => name.push_str("_u"),
-            '.' => name.push_str("_d"),
-            '/' => name.push_str("_s"),
-            c => name.push(c),
-        }
-    }
+    let name = escape_chars(id, |c| match c {
+        '_' => Some("_u"),
+        '.' => Some("_d"),
+        '/' => Some("_s"),
+        _ => None,
+    });
     if name.len() > MAX_NAME_BYTES {
         return Err(McpNameError::EscapedTooLong { id: id.to_owned(), len: name.len() });
     }

@@ -1,6 +1,19 @@
 //! Go `%q` quoting, because the reference's wire messages (hashref errors, `--grant` errors,
 //! refusal log lines) embed offending input quoted that way and our texts must match byte for
-//! byte.
+//! byte; and the table-driven character escapes (HTML text, MCP tool names) share one loop here.
+
+/// `text` with each character `escape` names replaced by its escape and every other kept: the
+/// loop under every table of character escapes (HTML text, MCP tool names).
+pub fn escape_chars(text: &str, escape: impl Fn(char) -> Option<&'static str>) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match escape(c) {
+            Some(escaped) => out.push_str(escaped),
+            None => out.push(c),
+        }
+    }
+    out
+}
 
 /// Quotes `text` the way Go's `strconv.Quote` does: `"` and `\` escaped, the short C escapes
 /// for the usual controls, `\xHH` for other ASCII controls, `\uHHHH` / `\UHHHHHHHH` for

@@ -22,6 +22,11 @@ impl From<Output> for Outcome {
     }
 }
 
+/// The capsule's run: `ailang run --quiet --caps "" --entry main --args-file args.json
+/// host/capsule/main.ail`.
+pub const RUN: [&str; 9] =
+    ["run", "--quiet", "--caps", "", "--entry", "main", "--args-file", "args.json", "host/capsule/main.ail"];
+
 /// A capsule root: the source at host/capsule/main.ail and, optionally, args.json.
 pub struct Capsule {
     pub root: tempfile::TempDir,
@@ -56,23 +61,8 @@ impl Capsule {
         cmd
     }
 
-    /// `ailang run --quiet --caps "" --entry main --args-file args.json host/capsule/main.ail`
     pub fn run(&self) -> Outcome {
-        self.command()
-            .args([
-                "run",
-                "--quiet",
-                "--caps",
-                "",
-                "--entry",
-                "main",
-                "--args-file",
-                "args.json",
-                "host/capsule/main.ail",
-            ])
-            .output()
-            .expect("spawn ailang")
-            .into()
+        self.run_args(&RUN)
     }
 
     pub fn run_args(&self, args: &[&str]) -> Outcome {
@@ -136,6 +126,28 @@ pub fn expect_failure(source: &str, input: &str, code: i32) -> String {
     assert_eq!(out.code, code, "stdout: {}\nstderr: {}", out.stdout, out.stderr);
     assert_eq!(out.stdout, "", "a failing run prints nothing on stdout");
     out.stderr
+}
+
+/// A run that fails with exit 1 and an error that holds `needle`; its stderr, for more checks.
+pub fn fails_with(source: &str, input: &str, needle: &str) -> String {
+    let stderr = expect_failure(source, input, 1);
+    assert!(stderr.contains(needle), "{stderr}");
+    stderr
+}
+
+/// A run that fails with exit 1 and an error that starts with `prefix`; its stderr.
+pub fn fails_starting(source: &str, input: &str, prefix: &str) -> String {
+    let stderr = expect_failure(source, input, 1);
+    assert!(stderr.starts_with(prefix), "{stderr}");
+    stderr
+}
+
+/// Runs `command` with `input` on its stdin.
+pub fn with_stdin(command: &mut Command, input: &[u8]) -> Outcome {
+    use std::io::Write;
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    child.stdin.take().expect("stdin").write_all(input).expect("write stdin");
+    child.wait_with_output().expect("wait").into()
 }
 
 pub fn corpus_dir() -> PathBuf {
