@@ -12,30 +12,16 @@ use world_model::oauth::{
     RedirectUri, UNNAMED_CLIENT,
 };
 use world_model::{Episode, Grant};
+use world_proto::v1 as pb;
 
 use crate::session;
 use crate::store::{ApprovalRow, ApprovalStatus, ClientRow, NewApproval, Rotation, Store, StoreError};
 
-/// What a client asks to be registered with (RFC 7591 §2).
-#[derive(Clone, Debug, Default)]
-pub struct Registration {
-    pub client_name: String,
-    pub redirect_uris: Vec<String>,
-    pub grant_types: Vec<String>,
-    pub response_types: Vec<String>,
-    pub token_endpoint_auth_method: String,
-}
+/// What a client asks to be registered with (RFC 7591 §2), as the edge forwards it.
+pub type Registration = pb::RegisterClientRequest;
 
 /// An authorization request's parameters, as sent.
-#[derive(Clone, Debug, Default)]
-pub struct AuthorizationRequest {
-    pub client_id: String,
-    pub redirect_uri: String,
-    pub response_type: String,
-    pub state: Option<String>,
-    pub code_challenge: String,
-    pub code_challenge_method: String,
-}
+pub type AuthorizationRequest = pb::StartApprovalRequest;
 
 /// What the authorization page does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,16 +42,8 @@ pub struct BrowserRedirect {
     pub outcome: Result<String, OAuthError>,
 }
 
-/// The token endpoint's request (RFC 6749 §4.1.3, §6).
-#[derive(Clone, Debug, Default)]
-pub struct TokenRequest {
-    pub grant_type: String,
-    pub client_id: String,
-    pub code: String,
-    pub redirect_uri: String,
-    pub code_verifier: String,
-    pub refresh_token: String,
-}
+/// The token endpoint's request (RFC 6749 §4.1.3, §6), as sent.
+pub type TokenRequest = pb::ExchangeTokenRequest;
 
 /// A token response: the session credential, its lifetime and the next refresh token.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -344,17 +344,7 @@ impl CoreClient {
         message: pb::InvokeRequest,
         timeout: Duration,
     ) -> Result<pb::Invoked, Failure> {
-        use pb::invoke_reply::Outcome;
-        let reply = self
-            .unary("invoke", Some(credential), timeout, LostReply::Invocation, message, |channel, request| async move {
-                InvocationClient::new(channel).invoke(request).await
-            })
-            .await?;
-        match reply.outcome {
-            Some(Outcome::Invoked(invoked)) => Ok(invoked),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("invoke")),
-        }
+        rpc!(self, "invoke", credential, timeout, LostReply::Invocation, message, InvocationClient::invoke)
     }
 
     /// The committed A2A task `task_id` of the caller's episode (`GetTask`), read from the
@@ -365,23 +355,16 @@ impl CoreClient {
         task_id: &str,
         timeout: Duration,
     ) -> Result<pb::Invoked, Failure> {
-        use pb::invoke_reply::Outcome;
         let message = pb::CommittedTaskRequest { task_id: task_id.to_owned() };
-        let reply = self
-            .unary(
-                "committed task",
-                Some(credential),
-                timeout,
-                LostReply::Retryable,
-                message,
-                |channel, request| async move { InvocationClient::new(channel).committed_task(request).await },
-            )
-            .await?;
-        match reply.outcome {
-            Some(Outcome::Invoked(invoked)) => Ok(invoked),
-            Some(Outcome::Failure(failure)) => Err(from_proto(failure)),
-            None => Err(empty_reply("committed task")),
-        }
+        rpc!(
+            self,
+            "committed task",
+            credential,
+            timeout,
+            LostReply::Retryable,
+            message,
+            InvocationClient::committed_task
+        )
     }
 
     /// The compare-and-append commit. A reply that never arrives comes back as

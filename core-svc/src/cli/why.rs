@@ -10,7 +10,6 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value, json};
 use tonic::transport::Channel;
 use world_model::HashRef;
-use world_proto::Outcome as _;
 use world_proto::v1 as pb;
 use world_proto::v1::store_client::StoreClient;
 
@@ -204,13 +203,9 @@ impl Source {
         match self {
             Source::Store(store) => store.log_entry(index).await.map_err(Failed::fatal),
             Source::Core { client, authorization } => {
-                let reply = client
-                    .clone()
-                    .get_log_entry(authorized(pb::GetLogEntryRequest { index }, authorization)?)
-                    .await
-                    .map_err(Failed::fatal)?
-                    .into_inner();
-                found(reply.into_result())?.map(entry_from_wire).transpose()
+                let request = pb::GetLogEntryRequest { index };
+                let entry = ask(client, authorization, request, |mut c, r| async move { c.get_log_entry(r).await });
+                entry.await?.map(entry_from_wire).transpose()
             }
         }
     }
@@ -220,13 +215,8 @@ impl Source {
             Source::Store(store) => store.entry_of_object(reference).await.map_err(Failed::fatal),
             Source::Core { client, authorization } => {
                 let request = pb::ObjectEntryRequest { r#ref: reference.to_string() };
-                let reply = client
-                    .clone()
-                    .object_entry(authorized(request, authorization)?)
-                    .await
-                    .map_err(Failed::fatal)?
-                    .into_inner();
-                found(reply.into_result())?.map(entry_from_wire).transpose()
+                let entry = ask(client, authorization, request, |mut c, r| async move { c.object_entry(r).await });
+                entry.await?.map(entry_from_wire).transpose()
             }
         }
     }
@@ -241,29 +231,31 @@ impl Source {
                 .map(|o| (o.semantic_id, o.payload.unwrap_or_default()))),
             Source::Core { client, authorization } => {
                 let request = pb::GetObjectRequest { r#ref: reference.to_string(), with_payload: true };
-                let reply = client
-                    .clone()
-                    .get_object(authorized(request, authorization)?)
-                    .await
-                    .map_err(Failed::fatal)?
-                    .into_inner();
-                Ok(found(reply.into_result())?.map(|o| (o.semantic_id, o.payload.unwrap_or_default())))
+                let object = ask(client, authorization, request, |mut c, r| async move { c.get_object(r).await });
+                Ok(object.await?.map(|o| (o.semantic_id, o.payload.unwrap_or_default())))
             }
         }
     }
 }
 
-fn authorized<T>(message: T, authorization: &str) -> Result<tonic::Request<T>, Failed> {
+/// A read over `--core`: `call` with the session credential attached, answering the value,
+/// `None` when the core has no such thing, or why it refused.
+async fn ask<Q, R, Fut>(
+    client: &StoreClient<Channel>,
+    authorization: &str,
+    message: Q,
+    call: impl FnOnce(StoreClient<Channel>, tonic::Request<Q>) -> Fut,
+) -> Result<Option<R::Value>, Failed>
+where
+    R: world_proto::Outcome<Error = pb::Failure>,
+    Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
+{
     let mut request = tonic::Request::new(message);
     let value =
         authorization.parse().map_err(|_| Failed::refused("the session credential is not a valid header value"))?;
     request.metadata_mut().insert("authorization", value);
-    Ok(request)
-}
-
-/// A read's answer: its value, `None` when the core has no such thing, or why it refused.
-fn found<T>(outcome: Option<Result<T, pb::Failure>>) -> Result<Option<T>, Failed> {
-    match outcome {
+    let reply = call(client.clone(), request).await.map_err(Failed::fatal)?;
+    match reply.into_inner().into_result() {
         Some(Ok(value)) => Ok(Some(value)),
         Some(Err(f)) if f.code == "not_found" => Ok(None),
         Some(Err(f)) => Err(Failed::refused(format!("{}: {}", f.code, f.message))),

@@ -7,9 +7,8 @@ use tracing::Instrument as _;
 use world_model::{Episode, Failure, FailureCode, Surface, TaskId, invocation_id};
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_server::Invocation;
-use world_proto::v1::invoke_reply::Outcome;
 
-use super::{authorization, convert, unless_store_gone};
+use super::{authorization, reply, unless_store_gone};
 use crate::Core;
 use crate::invoke::{Call, Invoked, refusal};
 use crate::session::SessionBinding;
@@ -147,25 +146,15 @@ impl InvocationService {
 
 #[tonic::async_trait]
 impl Invocation for InvocationService {
+    async fn invoke(&self, request: Request<pb::InvokeRequest>) -> Result<Response<pb::InvokeReply>, Status> {
+        // The coordinator's own task runs on if the store goes; its answer is not committed.
+        reply(unless_store_gone(&self.core, self.invoke_call(request), || Failure::of(FailureCode::NotCommitted)).await)
+    }
+
     async fn committed_task(
         &self,
         request: Request<pb::CommittedTaskRequest>,
     ) -> Result<Response<pb::InvokeReply>, Status> {
-        let outcome = match self.committed_call(request).await {
-            Ok(invoked) => Outcome::Invoked(invoked),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::InvokeReply { outcome: Some(outcome) }))
-    }
-
-    async fn invoke(&self, request: Request<pb::InvokeRequest>) -> Result<Response<pb::InvokeReply>, Status> {
-        // The coordinator's own task runs on if the store goes; its answer is not committed.
-        let invoked =
-            unless_store_gone(&self.core, self.invoke_call(request), || Failure::of(FailureCode::NotCommitted)).await;
-        let outcome = match invoked {
-            Ok(invoked) => Outcome::Invoked(invoked),
-            Err(failure) => Outcome::Failure(convert::failure(failure)),
-        };
-        Ok(Response::new(pb::InvokeReply { outcome: Some(outcome) }))
+        reply(self.committed_call(request).await)
     }
 }

@@ -11,7 +11,7 @@ use world_proto::v1 as pb;
 use world_proto::v1::o_auth_server::OAuth;
 
 use crate::Core;
-use crate::oauth::{self, ApprovalView, AuthorizationRequest, Registration, TokenRequest};
+use crate::oauth::{self, ApprovalView};
 use crate::session::{now_unix, random_bytes};
 
 pub struct OAuthService {
@@ -64,15 +64,7 @@ impl OAuth for OAuthService {
         &self,
         request: Request<pb::RegisterClientRequest>,
     ) -> Result<Response<pb::RegisterClientReply>, Status> {
-        let request = request.into_inner();
-        let registration = Registration {
-            client_name: request.client_name,
-            redirect_uris: request.redirect_uris,
-            grant_types: request.grant_types,
-            response_types: request.response_types,
-            token_endpoint_auth_method: request.token_endpoint_auth_method,
-        };
-        let client = oauth::register(&self.core.store, registration, now_unix(), &mut random_bytes).await;
+        let client = oauth::register(&self.core.store, request.into_inner(), now_unix(), &mut random_bytes).await;
         reply(client.map(|client| pb::RegisteredClient {
             client_id: client.client_id,
             client_name: client.client_name,
@@ -85,16 +77,7 @@ impl OAuth for OAuthService {
         &self,
         request: Request<pb::StartApprovalRequest>,
     ) -> Result<Response<pb::ApprovalReply>, Status> {
-        let request = request.into_inner();
-        let request = AuthorizationRequest {
-            client_id: request.client_id,
-            redirect_uri: request.redirect_uri,
-            response_type: request.response_type,
-            state: request.state,
-            code_challenge: request.code_challenge,
-            code_challenge_method: request.code_challenge_method,
-        };
-        let view = oauth::start(&self.core.store, request, now_unix(), &mut random_bytes).await;
+        let view = oauth::start(&self.core.store, request.into_inner(), now_unix(), &mut random_bytes).await;
         Ok(Response::new(approval_reply(view)))
     }
 
@@ -111,16 +94,7 @@ impl OAuth for OAuthService {
         &self,
         request: Request<pb::ExchangeTokenRequest>,
     ) -> Result<Response<pb::ExchangeTokenReply>, Status> {
-        let request = request.into_inner();
-        let request = TokenRequest {
-            grant_type: request.grant_type,
-            client_id: request.client_id,
-            code: request.code,
-            redirect_uri: request.redirect_uri,
-            code_verifier: request.code_verifier,
-            refresh_token: request.refresh_token,
-        };
-        let issued = oauth::exchange(&self.core.store, request, now_unix(), &mut random_bytes).await;
+        let issued = oauth::exchange(&self.core.store, request.into_inner(), now_unix(), &mut random_bytes).await;
         reply(issued.map(|issued| {
             tracing::info!(credential_id = %issued.credential_id, "oauth: minted a session credential");
             pb::IssuedToken {

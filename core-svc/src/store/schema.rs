@@ -1,4 +1,4 @@
-//! Versioned migrations, one script per version and backend. A store whose
+//! Versioned migrations, one script per version for both backends. A store whose
 //! version is newer than this build knows is refused without being touched.
 
 use sqlx::{AnyConnection, Row};
@@ -7,18 +7,13 @@ use super::{Backend, StoreError};
 
 struct Migration {
     version: i64,
-    sqlite: &'static str,
-    postgres: &'static str,
+    script: &'static str,
 }
 
-/// Migration `$version`: `migrations/sqlite/$file.sql` and `migrations/postgres/$file.sql`.
+/// Migration `$version`: `migrations/$file.sql`.
 macro_rules! migration {
     ($version:literal, $file:literal) => {
-        Migration {
-            version: $version,
-            sqlite: include_str!(concat!("../../migrations/sqlite/", $file, ".sql")),
-            postgres: include_str!(concat!("../../migrations/postgres/", $file, ".sql")),
-        }
+        Migration { version: $version, script: include_str!(concat!("../../migrations/", $file, ".sql")) }
     };
 }
 
@@ -31,6 +26,25 @@ const MIGRATIONS: &[Migration] = &[
     migration!(6, "0006_oauth"),
     migration!(7, "0007_episode_reads"),
 ];
+
+/// The words the two dialects spell differently, as the scripts write them: `{int}` is a 64-bit
+/// integer (SQLite's `INTEGER`, so that an `INTEGER PRIMARY KEY` stays the rowid), `{bytes}` a
+/// byte string, `{without_rowid}` SQLite's clause for a table keyed by its primary key alone.
+fn dialect(backend: Backend) -> [(&'static str, &'static str); 4] {
+    match backend {
+        Backend::Sqlite => {
+            [("{backend}", "SQLite"), ("{int}", "INTEGER"), ("{bytes}", "BLOB"), ("{without_rowid}", " WITHOUT ROWID")]
+        }
+        Backend::Postgres => {
+            [("{backend}", "PostgreSQL"), ("{int}", "BIGINT"), ("{bytes}", "BYTEA"), ("{without_rowid}", "")]
+        }
+    }
+}
+
+/// A migration script in `backend`'s dialect.
+fn render(script: &str, backend: Backend) -> String {
+    dialect(backend).iter().fold(script.to_owned(), |sql, (word, spelling)| sql.replace(word, spelling))
+}
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = 7;
@@ -51,11 +65,8 @@ pub(super) async fn migrate(conn: &mut AnyConnection, backend: Backend, location
         sqlx::raw_sql("INSERT INTO world_schema (version) VALUES (0)").execute(&mut *conn).await?;
     }
     for migration in MIGRATIONS.iter().filter(|m| m.version > current) {
-        let script = match backend {
-            Backend::Sqlite => migration.sqlite,
-            Backend::Postgres => migration.postgres,
-        };
-        sqlx::raw_sql(script).execute(&mut *conn).await?;
+        // The scripts are this build's own constants; only the dialect's words are put in.
+        sqlx::raw_sql(sqlx::AssertSqlSafe(render(migration.script, backend))).execute(&mut *conn).await?;
         if migration.version == 7 {
             // Which episode each entry and object of an older store belongs to is in its
             // payloads (JSON), which are read here rather than by either database's SQL.
@@ -87,5 +98,23 @@ async fn current_version(conn: &mut AnyConnection, backend: Backend, location: &
     match row {
         Some(row) => Ok(row.try_get::<i64, _>("version")?),
         None => Err(StoreError::Damaged("world_schema has no version row".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_script_renders_to_plain_sql_in_both_dialects() {
+        for migration in MIGRATIONS {
+            for backend in [Backend::Sqlite, Backend::Postgres] {
+                let sql = render(migration.script, backend);
+                assert!(!sql.contains(['{', '}']), "migration {} keeps a placeholder: {sql}", migration.version);
+            }
+        }
+        let initial = MIGRATIONS[0].script;
+        assert!(render(initial, Backend::Sqlite).contains("entry_index INTEGER PRIMARY KEY"));
+        assert!(render(initial, Backend::Postgres).contains("entry_index BIGINT PRIMARY KEY"));
     }
 }

@@ -33,10 +33,7 @@ macro_rules! outcomes {
             type Error = $error_type;
 
             fn from_result(result: Result<$value_type, $error_type>) -> Self {
-                let outcome = match result {
-                    Ok(value) => v1::$module::Outcome::$value(value),
-                    Err(error) => v1::$module::Outcome::$error(error),
-                };
+                let outcome = result.map_or_else(v1::$module::Outcome::$error, v1::$module::Outcome::$value);
                 v1::$reply { outcome: Some(outcome) }
             }
 
@@ -52,6 +49,7 @@ macro_rules! outcomes {
 
 outcomes! {
     AdmitReply => admit_reply::Admitted(v1::Admitted), Failure(v1::Failure);
+    InvokeReply => invoke_reply::Invoked(v1::Invoked), Failure(v1::Failure);
     HeadReply => head_reply::Head(String), Failure(v1::Failure);
     GetWorldReply => get_world_reply::World(v1::World), Failure(v1::Failure);
     GetObjectReply => get_object_reply::Object(v1::StoredObject), Failure(v1::Failure);

@@ -1,4 +1,4 @@
--- World store, schema version 3 (PostgreSQL): the effect journal's index and episode leases.
+-- World store, schema version 3 ({backend}): the effect journal's index and episode leases.
 
 -- One row per effect intent (whose object and journal row carry the rest): ordinals are
 -- gapless per episode, the spend a budget is seeded from is their sum, and `call_id`
@@ -6,11 +6,11 @@
 -- effect is never run again.
 CREATE TABLE effect_intents (
     episode TEXT NOT NULL,
-    ordinal BIGINT NOT NULL,
+    ordinal {int} NOT NULL,
     call_id TEXT NOT NULL,
     effect TEXT NOT NULL,
     scope TEXT NOT NULL,
-    cost BIGINT NOT NULL,
+    cost {int} NOT NULL,
     PRIMARY KEY (episode, ordinal)
 );
 CREATE INDEX effect_intents_by_call ON effect_intents (call_id);
@@ -20,5 +20,5 @@ CREATE INDEX effect_intents_by_call ON effect_intents (call_id);
 CREATE TABLE episode_leases (
     episode TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
-    expires_at BIGINT NOT NULL
+    expires_at {int} NOT NULL
 );

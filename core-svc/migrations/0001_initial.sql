@@ -1,25 +1,25 @@
--- World store, schema version 1 (SQLite).
+-- World store, schema version 1 ({backend}).
 CREATE TABLE objects (
     hash TEXT PRIMARY KEY,
     interface_hash TEXT NOT NULL,
     semantic_id TEXT NOT NULL,
     provenance TEXT NOT NULL,
-    payload BLOB NOT NULL
+    payload {bytes} NOT NULL
 );
 CREATE INDEX objects_by_semantic_id ON objects (semantic_id, hash);
 
 CREATE TABLE worlds (
     world_ref TEXT PRIMARY KEY,
-    revision INTEGER NOT NULL,
+    revision {int} NOT NULL,
     state_root TEXT NOT NULL,
     log_head TEXT NOT NULL
 );
 CREATE INDEX worlds_by_state_root ON worlds (state_root, world_ref);
 
 CREATE TABLE log_entries (
-    entry_index INTEGER PRIMARY KEY,
+    entry_index {int} PRIMARY KEY,
     entry_hash TEXT NOT NULL UNIQUE,
-    semantics_epoch INTEGER NOT NULL,
+    semantics_epoch {int} NOT NULL,
     transition_fn TEXT NOT NULL,
     interpreter TEXT NOT NULL,
     prev_entry_hash TEXT NOT NULL,
@@ -31,7 +31,7 @@ CREATE INDEX log_entries_by_transition_fn ON log_entries (transition_fn, entry_i
 
 CREATE TABLE commit_objects (
     object_ref TEXT NOT NULL REFERENCES objects (hash),
-    entry_index INTEGER NOT NULL REFERENCES log_entries (entry_index),
+    entry_index {int} NOT NULL REFERENCES log_entries (entry_index),
     PRIMARY KEY (object_ref, entry_index)
 );
 
@@ -42,7 +42,7 @@ CREATE TABLE heads (
 );
 
 CREATE TABLE journal (
-    seq INTEGER PRIMARY KEY,
+    seq {int} PRIMARY KEY,
     kind TEXT NOT NULL CHECK (kind IN ('intent', 'outcome')),
     invocation_id TEXT NOT NULL CHECK (invocation_id <> ''),
     object_ref TEXT NOT NULL REFERENCES objects (hash),
@@ -53,8 +53,8 @@ CREATE TABLE sessions (
     credential_id TEXT PRIMARY KEY,
     episode TEXT NOT NULL,
     grants_json TEXT NOT NULL,
-    expires_at INTEGER NOT NULL,
-    created_at INTEGER NOT NULL
+    expires_at {int} NOT NULL,
+    created_at {int} NOT NULL
 );
 CREATE INDEX sessions_by_episode ON sessions (episode, credential_id);
 
@@ -66,5 +66,5 @@ CREATE TABLE invocation_claims (
     call_digest TEXT NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('running', 'committed')),
     owner TEXT NOT NULL,
-    claimed_at INTEGER NOT NULL
+    claimed_at {int} NOT NULL
 );

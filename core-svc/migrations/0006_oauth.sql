@@ -1,4 +1,4 @@
--- World store, schema version 6 (SQLite): OAuth sign-in. Clients registered by MCP clients,
+-- World store, schema version 6 ({backend}): OAuth sign-in. Clients registered by MCP clients,
 -- approvals the operator decides at a terminal, and the refresh tokens of approved sign-ins.
 -- Secrets (the page's request handle, the approval code, authorization codes, refresh
 -- tokens) are kept only as the hex sha256 of their text.
@@ -7,7 +7,7 @@ CREATE TABLE oauth_clients (
     client_id TEXT PRIMARY KEY,
     client_name TEXT NOT NULL,
     redirect_uris_json TEXT NOT NULL,
-    created_at INTEGER NOT NULL
+    created_at {int} NOT NULL
 );
 
 -- One row per authorization request. status: pending → approved | denied; approved → issued
@@ -23,13 +23,13 @@ CREATE TABLE oauth_approvals (
     state TEXT,
     code_challenge TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'issued', 'redeemed', 'revoked')),
-    created_at INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL,
+    created_at {int} NOT NULL,
+    expires_at {int} NOT NULL,
     episode TEXT,
     grants_json TEXT,
-    session_expires_at INTEGER,
+    session_expires_at {int},
     code_hash TEXT UNIQUE,
-    code_expires_at INTEGER
+    code_expires_at {int}
 );
 CREATE INDEX oauth_approvals_by_episode ON oauth_approvals (episode, approval_id);
 
@@ -45,6 +45,6 @@ CREATE INDEX oauth_sessions_by_approval ON oauth_sessions (approval_id, credenti
 CREATE TABLE oauth_refresh_tokens (
     token_hash TEXT PRIMARY KEY,
     approval_id TEXT NOT NULL REFERENCES oauth_approvals (approval_id),
-    issued_at INTEGER NOT NULL,
-    used_at INTEGER
+    issued_at {int} NOT NULL,
+    used_at {int}
 );

@@ -1,4 +1,4 @@
--- World store, schema version 7 (PostgreSQL): which episode each entry and object belongs to, so a
+-- World store, schema version 7 ({backend}): which episode each entry and object belongs to, so a
 -- session's read is decided by an index lookup instead of a walk of the log.
 
 -- The episode of the session whose commit logged the entry; '' for an entry of no episode
@@ -14,4 +14,4 @@ CREATE TABLE object_episodes (
     object_ref TEXT NOT NULL,
     episode TEXT NOT NULL,
     PRIMARY KEY (object_ref, episode)
-);
+){without_rowid};
