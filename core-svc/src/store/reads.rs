@@ -13,6 +13,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use sqlx::AnyConnection;
+use sqlx::any::AnyRow;
 use world_model::{HashRef, effect};
 
 use super::rows::{column_ref, entry_from_row, object_from_row};
@@ -307,21 +308,32 @@ pub(super) async fn backfill(conn: &mut AnyConnection) -> Result<(), StoreError>
 /// Rows the backfill reads at a time, so a large store's payloads never sit in memory at once.
 const BACKFILL_BATCH: i64 = 1_000;
 
+/// The next page of a backfill's keyset walk: `query` takes the key to start after (`$1`) and
+/// the page size (`$2`) and orders by `key`, which `after` then moves to.
+async fn next_batch(
+    conn: &mut AnyConnection,
+    query: &'static str,
+    key: &str,
+    after: &mut i64,
+) -> Result<Vec<AnyRow>, StoreError> {
+    let rows = sqlx::query(query).bind(*after).bind(BACKFILL_BATCH).fetch_all(&mut *conn).await?;
+    if let Some(last) = rows.last() {
+        *after = last.int(key)?;
+    }
+    Ok(rows)
+}
+
 /// Each invocation entry gets the episode its record names.
 async fn backfill_entries(conn: &mut AnyConnection) -> Result<(), StoreError> {
+    const RECORDS: &str = "SELECT e.entry_index, o.payload FROM log_entries e JOIN objects o ON o.hash = e.transition_ref \
+         WHERE e.entry_index > $1 AND o.semantic_id IN ('world/invocation-record/v1', 'world/invocation-record/v2') \
+         ORDER BY e.entry_index LIMIT $2";
     let mut after = -1;
     loop {
-        let rows = sqlx::query(
-            "SELECT e.entry_index, o.payload FROM log_entries e JOIN objects o ON o.hash = e.transition_ref \
-             WHERE e.entry_index > $1 AND o.semantic_id IN ('world/invocation-record/v1', 'world/invocation-record/v2') \
-             ORDER BY e.entry_index LIMIT $2",
-        )
-        .bind(after)
-        .bind(BACKFILL_BATCH)
-        .fetch_all(&mut *conn)
-        .await?;
-        let Some(last) = rows.last() else { return Ok(()) };
-        after = last.int("entry_index")?;
+        let rows = next_batch(conn, RECORDS, "entry_index", &mut after).await?;
+        if rows.is_empty() {
+            return Ok(());
+        }
         let mut by_episode: HashMap<String, Vec<i64>> = HashMap::new();
         for row in &rows {
             if let Some(episode) = json_episode(&row.blob("payload")?, "episodeId") {
@@ -346,18 +358,14 @@ async fn backfill_entries(conn: &mut AnyConnection) -> Result<(), StoreError> {
 /// Journaled objects belong to the episode their journal id names, and so do the effect
 /// objects an intent or outcome names (an uncommitted call's request, result and record).
 async fn backfill_journal(conn: &mut AnyConnection) -> Result<(), StoreError> {
+    const JOURNALED: &str = "SELECT j.seq, j.invocation_id, j.object_ref, o.payload FROM journal j \
+         JOIN objects o ON o.hash = j.object_ref WHERE j.seq > $1 ORDER BY j.seq LIMIT $2";
     let mut after = 0;
     loop {
-        let rows = sqlx::query(
-            "SELECT j.seq, j.invocation_id, j.object_ref, o.payload FROM journal j \
-             JOIN objects o ON o.hash = j.object_ref WHERE j.seq > $1 ORDER BY j.seq LIMIT $2",
-        )
-        .bind(after)
-        .bind(BACKFILL_BATCH)
-        .fetch_all(&mut *conn)
-        .await?;
-        let Some(last) = rows.last() else { return Ok(()) };
-        after = last.int("seq")?;
+        let rows = next_batch(conn, JOURNALED, "seq", &mut after).await?;
+        if rows.is_empty() {
+            return Ok(());
+        }
         let mut pairs: BTreeSet<(HashRef, String)> = BTreeSet::new();
         let mut records = Vec::new();
         for row in &rows {
