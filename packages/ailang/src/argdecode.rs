@@ -203,11 +203,10 @@ mod tests {
 
     #[test]
     fn go_float_forms() {
-        assert_eq!(go_float(1.0), "1");
-        assert_eq!(go_float(1.5), "1.5");
-        assert_eq!(go_float(1e21), "1e+21");
-        assert_eq!(go_float(123456.0), "123456");
-        assert_eq!(go_float(1e6), "1e+06");
-        assert_eq!(go_float(0.00001), "1e-05");
+        let table =
+            [(1.0, "1"), (1.5, "1.5"), (1e21, "1e+21"), (123456.0, "123456"), (1e6, "1e+06"), (0.00001, "1e-05")];
+        for (f, text) in table {
+            assert_eq!(go_float(f), text, "{f:?}");
+        }
     }
 }

@@ -331,6 +331,30 @@ impl<'s> Parser<'s> {
         Ok(items)
     }
 
+    /// Comma-separated items up to `close`, allowing a trailing comma, where `...` ends the
+    /// items and `spread` reads what follows it; gives what `spread` read when there was one.
+    fn comma_list_spread<T, S>(
+        &mut self,
+        close: &str,
+        mut item: impl FnMut(&mut Self) -> Result<T, Diagnostic>,
+        spread: impl FnOnce(&mut Self) -> Result<S, Diagnostic>,
+    ) -> Result<(Vec<T>, Option<S>), Diagnostic> {
+        let mut items = Vec::new();
+        let mut rest = None;
+        while !self.is_sym(close) {
+            if self.eat_sym("...") {
+                rest = Some(spread(self)?);
+                break;
+            }
+            items.push(item(self)?);
+            if !self.eat_sym(",") {
+                break;
+            }
+        }
+        self.expect_sym(close)?;
+        Ok((items, rest))
+    }
+
     /// Skip a balanced bracket group starting at the current opener.
     fn skip_group(&mut self) -> Result<(), Diagnostic> {
         let mut depth = 0usize;
@@ -789,43 +813,22 @@ impl<'s> Parser<'s> {
             }
             Tok::Sym("[") => {
                 self.bump();
-                let mut items = Vec::new();
-                let mut rest = None;
-                while !self.is_sym("]") {
-                    if self.eat_sym("...") {
-                        rest = Some(Box::new(self.pattern_atom()?));
-                        break;
-                    }
-                    items.push(self.pattern()?);
-                    if !self.eat_sym(",") {
-                        break;
-                    }
-                }
-                self.expect_sym("]")?;
-                PatKind::List(items, rest)
+                let (items, rest) = self.comma_list_spread("]", |p| p.pattern(), |p| p.pattern_atom())?;
+                PatKind::List(items, rest.map(Box::new))
             }
             Tok::Sym("{") => {
                 self.bump();
-                let mut fields = Vec::new();
-                let mut open = false;
-                while !self.is_sym("}") {
-                    if self.eat_sym("...") {
-                        open = true;
-                        break;
-                    }
-                    let (name, fpos) = self.any_ident("a field name")?;
-                    let pat = if self.eat_sym(":") {
-                        self.pattern()?
+                let field = |p: &mut Self| {
+                    let (name, fpos) = p.any_ident("a field name")?;
+                    let pat = if p.eat_sym(":") {
+                        p.pattern()?
                     } else {
                         Pattern { kind: PatKind::Var(name.clone()), pos: fpos }
                     };
-                    fields.push((name, pat));
-                    if !self.eat_sym(",") {
-                        break;
-                    }
-                }
-                self.expect_sym("}")?;
-                PatKind::Record { fields, open }
+                    Ok((name, pat))
+                };
+                let (fields, open) = self.comma_list_spread("}", field, |_| Ok(()))?;
+                PatKind::Record { fields, open: open.is_some() }
             }
             Tok::Ident(name) => match &*name {
                 "_" => {

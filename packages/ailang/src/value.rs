@@ -342,6 +342,10 @@ pub fn type_error(message: impl Into<String>) -> Diagnostic {
     Diagnostic::new("RT_TYPE", message, None)
 }
 
+pub fn index_error(message: impl Into<String>) -> Diagnostic {
+    Diagnostic::new("RT_INDEX", message, None)
+}
+
 fn nested_too_deep() -> Diagnostic {
     Diagnostic::new("RT_RECURSION", "value nested too deeply to compare", None)
 }

@@ -47,6 +47,17 @@ fn the_catalog_names_every_std_function_and_nothing_else() {
     }
 }
 
+#[test]
+fn builtins_list_prints_the_catalog_file_line_by_line() {
+    let entries: Vec<&str> = include_str!("../src/stdlib/catalog.txt")
+        .lines()
+        .filter(|line| !line.is_empty() && !line.starts_with("--"))
+        .collect();
+    let list = ailang(&["builtins", "list"]);
+    assert_eq!(list.code, 0);
+    assert_eq!(list.stdout.lines().collect::<Vec<_>>(), entries);
+}
+
 fn m_arity(module: &str, name: &str) -> usize {
     use ailang::stdlib::{MODULES, prelude};
     let m =

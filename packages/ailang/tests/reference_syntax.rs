@@ -22,6 +22,22 @@ fn ailang_on(source: &str, args: &[&str]) -> Outcome {
         .into()
 }
 
+/// `ailang check` refuses `source`, saying `needle` on stderr.
+fn check_refuses(source: &str, needle: &str) {
+    let out = ailang_on(source, &["check"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains(needle), "{}", out.stderr);
+}
+
+/// `ailang run` of `source` with the IO capability, once a run without it has failed for the
+/// want of IO.
+fn run_needing_io(source: &str) -> Outcome {
+    let out = ailang_on(source, &["run"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("EVA004: missing capability: IO"), "{}", out.stderr);
+    ailang_on(source, &["run", "--caps", "IO"])
+}
+
 #[test]
 fn test_blocks_run_their_asserts_and_report_the_failing_one() {
     let source = r#"module m
@@ -75,9 +91,7 @@ fn an_assert_takes_a_bool_and_test_blocks_are_type_checked() {
         "{}",
         out.stderr
     );
-    let out = ailang_on("module m\ntest \"t\" {\n  let s = \"a\";\n  s\n}\n", &["check"]);
-    assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("a test must end in an assert or a bool"), "{}", out.stderr);
+    check_refuses("module m\ntest \"t\" {\n  let s = \"a\";\n  s\n}\n", "a test must end in an assert or a bool");
 }
 
 #[test]
@@ -122,23 +136,17 @@ test "a test sees them" = twice == 6 && short("ab")
     let out = ailang_on(source, &["test"]);
     assert_eq!(out.stdout, "1 passed, 0 failed\n", "{}", out.stderr);
     // A value's declared type is checked, and a name is defined once.
-    let out = ailang_on("module m\nlet n: string = 1 + 1\n", &["check"]);
-    assert!(out.stderr.contains("the value of 'n' must have its declared type"), "{}", out.stderr);
-    let out = ailang_on("module m\nlet n = println(\"x\")\n", &["check"]);
-    assert!(
-        out.stderr.contains("TC009: 'println' needs the IO effect, but the top-level value 'n' must be pure"),
-        "{}",
-        out.stderr
+    check_refuses("module m\nlet n: string = 1 + 1\n", "the value of 'n' must have its declared type");
+    check_refuses(
+        "module m\nlet n = println(\"x\")\n",
+        "TC009: 'println' needs the IO effect, but the top-level value 'n' must be pure",
     );
-    let out = ailang_on("module m\nlet n = 1\nfunc n() -> int = 2\n", &["check"]);
-    assert!(out.stderr.contains("MOD007: duplicate definition of 'n'"), "{}", out.stderr);
+    check_refuses("module m\nlet n = 1\nfunc n() -> int = 2\n", "MOD007: duplicate definition of 'n'");
 }
 
 #[test]
 fn the_retired_script_mode_is_refused_with_a_pointer() {
-    let out = ailang_on("module m\nlet x = 5 in\nx + 1\n", &["check"]);
-    assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("PAR001: a top-level 'let … in' (script mode) is not supported"), "{}", out.stderr);
+    check_refuses("module m\nlet x = 5 in\nx + 1\n", "PAR001: a top-level 'let … in' (script mode) is not supported");
 }
 
 #[test]
@@ -160,8 +168,10 @@ fn the_prefix_cons_pattern_matches_head_and_tail() {
             ("show(pairs([1]))", "0"),
         ],
     );
-    let out = ailang_on("module m\nfunc f(xs: [int]) -> int = match xs { ::(h) => h, _ => 0 }\n", &["check"]);
-    assert!(out.stderr.contains("'::(…)' takes a head and a tail pattern, found 1"), "{}", out.stderr);
+    check_refuses(
+        "module m\nfunc f(xs: [int]) -> int = match xs { ::(h) => h, _ => 0 }\n",
+        "'::(…)' takes a head and a tail pattern, found 1",
+    );
 }
 
 #[test]
@@ -308,11 +318,15 @@ fn a_qualified_import_reaches_a_module_through_its_alias() {
             ("show(L.length(S.chars(\"héllo\")))", "5"),
         ],
     );
-    let out = ailang_on("module m\nimport std/list as L\nexport func main() -> int = L.nope([1])\n", &["check"]);
-    assert!(out.stderr.contains("TC002: 'nope' is not exported by std/list at m.ail:3:29"), "{}", out.stderr);
+    check_refuses(
+        "module m\nimport std/list as L\nexport func main() -> int = L.nope([1])\n",
+        "TC002: 'nope' is not exported by std/list at m.ail:3:29",
+    );
     // The alias alone is the way in: the module's names are not also unqualified.
-    let out = ailang_on("module m\nimport std/list as L\nexport func main() -> int = length([1])\n", &["check"]);
-    assert!(out.stderr.contains("TC002: unbound variable: length"), "{}", out.stderr);
+    check_refuses(
+        "module m\nimport std/list as L\nexport func main() -> int = length([1])\n",
+        "TC002: unbound variable: length",
+    );
 }
 
 #[test]
@@ -393,18 +407,14 @@ export func main() -> () ! {IO} {
   mkHooks().onEvent("through a field")
 }
 "#;
-    let out = ailang_on(source, &["run", "--caps", "IO"]);
-    assert_eq!((out.code, out.stdout.as_str()), (0, "through a parameter\nthrough a field\n"), "{}", out.stderr);
     // The effect is still checked where it happens: without the capability the call fails.
-    let out = ailang_on(source, &["run"]);
-    assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("EVA004: missing capability: IO"), "{}", out.stderr);
+    let out = run_needing_io(source);
+    assert_eq!((out.code, out.stdout.as_str()), (0, "through a parameter\nthrough a field\n"), "{}", out.stderr);
     // std's pure combinators keep refusing an effectful function: mapE is the effectful one.
-    let out = ailang_on(
+    check_refuses(
         "module m\nimport std/list (map)\nexport func main(s: string) -> string ! {IO} {\n  let u = map(\\x. println(x), [s]);\n  s\n}\n",
-        &["check"],
+        "TC009",
     );
-    assert!(out.stderr.contains("TC009"), "{}", out.stderr);
 }
 
 #[test]
@@ -424,21 +434,17 @@ fn std_array_holds_items_by_index() {
         "",
         "RT_INDEX: get: index 2 out of bounds for array of length 2",
     );
-    let out = ailang_on(
+    check_refuses(
         "module m\nimport std/array (make)\nfunc f(a: Array[int]) -> int = 1\nexport func main() -> int = f(make(2, \"s\"))\n",
-        &["check"],
+        "TC001",
     );
-    assert!(out.stderr.contains("TC001"), "{}", out.stderr);
 }
 
 #[test]
 fn exit_ends_the_run_with_its_status_after_what_was_printed() {
     let source = "module m\nimport std/io (println, exit)\nexport func main() -> () ! {IO} = {\n  println(\"before\");\n  exit(42);\n  println(\"after\")\n}\n";
-    let out = ailang_on(source, &["run", "--caps", "IO"]);
+    let out = run_needing_io(source);
     assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (42, "before\n", ""));
-    let out = ailang_on(source, &["run"]);
-    assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("EVA004: missing capability: IO"), "{}", out.stderr);
 }
 
 #[test]

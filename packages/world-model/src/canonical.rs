@@ -209,11 +209,7 @@ impl Parser<'_> {
             // Parse one value, or open a container and go round for its first element.
             let mut value = match self.peek() {
                 Some(b'[') => {
-                    self.enter(&stack)?;
-                    self.pos += 1;
-                    self.skip_whitespace();
-                    if self.peek() == Some(b']') {
-                        self.pos += 1;
+                    if self.open(&stack, b']')? {
                         b"[]".to_vec()
                     } else {
                         stack.push(Frame::Array { out: vec![b'['], empty: true });
@@ -221,11 +217,7 @@ impl Parser<'_> {
                     }
                 }
                 Some(b'{') => {
-                    self.enter(&stack)?;
-                    self.pos += 1;
-                    self.skip_whitespace();
-                    if self.peek() == Some(b'}') {
-                        self.pos += 1;
+                    if self.open(&stack, b'}')? {
                         b"{}".to_vec()
                     } else {
                         let mut members = BTreeMap::new();
@@ -266,54 +258,66 @@ impl Parser<'_> {
                         }
                         *empty = false;
                         out.extend_from_slice(&value);
-                        match self.peek() {
-                            Some(b',') => {
-                                self.pos += 1;
-                                self.skip_whitespace();
-                                break;
-                            }
-                            Some(b']') => {
-                                self.pos += 1;
-                                value = match stack.pop() {
-                                    Some(Frame::Array { mut out, .. }) => {
-                                        out.push(b']');
-                                        out
-                                    }
-                                    _ => unreachable_frame(),
-                                };
-                            }
-                            _ => return Err(self.unexpected("',' or ']' in an array")),
+                        if self.comma_or(b']', "',' or ']' in an array")? {
+                            break;
                         }
+                        value = match stack.pop() {
+                            Some(Frame::Array { mut out, .. }) => {
+                                out.push(b']');
+                                out
+                            }
+                            _ => unreachable_frame(),
+                        };
                     }
                     Some(Frame::Object { members, pending }) => {
                         members.insert(std::mem::take(pending), value);
-                        match self.peek() {
-                            Some(b',') => {
-                                self.pos += 1;
-                                self.skip_whitespace();
-                                *pending = self.member_name(members)?;
-                                break;
-                            }
-                            Some(b'}') => {
-                                self.pos += 1;
-                                value = match stack.pop() {
-                                    Some(Frame::Object { members, .. }) => encode_object(members),
-                                    _ => unreachable_frame(),
-                                };
-                            }
-                            _ => return Err(self.unexpected("',' or '}' in an object")),
+                        if self.comma_or(b'}', "',' or '}' in an object")? {
+                            *pending = self.member_name(members)?;
+                            break;
                         }
+                        value = match stack.pop() {
+                            Some(Frame::Object { members, .. }) => encode_object(members),
+                            _ => unreachable_frame(),
+                        };
                     }
                 }
             }
         }
     }
 
-    fn enter(&self, stack: &[Frame]) -> Result<(), CanonicalError> {
+    /// Steps past a container's opening bracket and the white space after it, one level
+    /// deeper than `stack`. True when `close` follows at once (an empty container), which is
+    /// stepped past too.
+    fn open(&mut self, stack: &[Frame], close: u8) -> Result<bool, CanonicalError> {
         if stack.len() >= MAX_NESTING {
             return Err(CanonicalError::TooDeep { offset: self.pos, max: MAX_NESTING });
         }
-        Ok(())
+        self.pos += 1;
+        self.skip_whitespace();
+        Ok(self.eat(close))
+    }
+
+    /// After a container's element: true at a `,` (stepped past with the white space after
+    /// it, so the next element follows), false at `close` (stepped past: the container ends);
+    /// anything else is refused as not `expected`.
+    fn comma_or(&mut self, close: u8, expected: &'static str) -> Result<bool, CanonicalError> {
+        if self.eat(b',') {
+            self.skip_whitespace();
+            Ok(true)
+        } else if self.eat(close) {
+            Ok(false)
+        } else {
+            Err(self.unexpected(expected))
+        }
+    }
+
+    /// Steps past `byte` when it is next.
+    fn eat(&mut self, byte: u8) -> bool {
+        let here = self.peek() == Some(byte);
+        if here {
+            self.pos += 1;
+        }
+        here
     }
 
     /// Reads `"name"` and the `:` after it, refusing a name the object already has.
@@ -864,24 +868,25 @@ mod tests {
 
     #[test]
     fn canonical_source_rules() {
-        let table: &[(&[u8], &[u8])] = &[
-            (b"", b""),
-            (b"\n\n\n", b""),
-            (b"  \t \r\n \n", b""),
-            (b"a", b"a\n"),
-            (b"a\n", b"a\n"),
-            (b"a\r\nb\rc\n", b"a\nb\nc\n"),
-            (b"a\r\r\nb", b"a\n\nb\n"),
-            (b"a  \t\nb \n\n\n", b"a\nb\n"),
-            (b"\n\na", b"\n\na\n"),
-            (b"a\n  \nb", b"a\n\nb\n"),
-            (b" lead", b" lead\n"),
-            (b"x\x0b \n", b"x\x0b\n"),
-            ("é  \r".as_bytes(), "é\n".as_bytes()),
+        // Valid sources are UTF-8, so the rows are text.
+        let table = [
+            ("", ""),
+            ("\n\n\n", ""),
+            ("  \t \r\n \n", ""),
+            ("a", "a\n"),
+            ("a\n", "a\n"),
+            ("a\r\nb\rc\n", "a\nb\nc\n"),
+            ("a\r\r\nb", "a\n\nb\n"),
+            ("a  \t\nb \n\n\n", "a\nb\n"),
+            ("\n\na", "\n\na\n"),
+            ("a\n  \nb", "a\n\nb\n"),
+            (" lead", " lead\n"),
+            ("x\x0b \n", "x\x0b\n"),
+            ("é  \r", "é\n"),
         ];
         for (input, want) in table {
-            let got = canonical_source(input).unwrap();
-            assert_eq!(got, *want, "source {:?}", String::from_utf8_lossy(input));
+            let got = canonical_source(input.as_bytes()).unwrap();
+            assert_eq!(got, want.as_bytes(), "source {input:?}");
             assert_eq!(canonical_source(&got).unwrap(), got, "idempotent");
         }
     }

@@ -270,7 +270,7 @@ impl FailureCode {
         matches!(self, FailureCode::Deadline)
     }
 
-    /// HTTP status and REST envelope class.
+    /// HTTP status and REST envelope class, the rows in status order.
     ///
     /// The reference classes are used where the reference has the row (reference-edge §3.1,
     /// §2.2). The reference has no REST invocation route, so invocation codes get a class of
@@ -280,6 +280,7 @@ impl FailureCode {
     /// caller can only retry later.
     pub fn rest(&self) -> (u16, &'static str) {
         match self {
+            FailureCode::BadRequest | FailureCode::InvalidParams => (400, "BadRequest"),
             FailureCode::SessionAbsent
             | FailureCode::SessionMalformed
             | FailureCode::SessionUnknown
@@ -288,7 +289,6 @@ impl FailureCode {
                 let (status, class, _) = denial.rest();
                 (status, class)
             }
-            FailureCode::BadRequest | FailureCode::InvalidParams => (400, "BadRequest"),
             FailureCode::NotAuthorized => (403, "NotAuthorized"),
             FailureCode::NotFound => (404, "NotFound"),
             FailureCode::HeadConflict | FailureCode::HeadMoved => (409, "HeadConflict"),

@@ -60,17 +60,21 @@ fn char_at(text: &str, offset: usize) -> char {
     text[offset..].chars().next().unwrap_or('\u{fffd}')
 }
 
-fn check_length(kind: &'static str, id: &str, max: usize) -> Result<(), IdError> {
+/// The rules every kind of id shares: 1 to `max` bytes, each of them one `ok` accepts
+/// (`allowed` names them for the message).
+fn check_text(
+    kind: &'static str,
+    id: &str,
+    max: usize,
+    allowed: &'static str,
+    ok: impl Fn(u8) -> bool,
+) -> Result<(), IdError> {
     if id.is_empty() {
         return Err(IdError::Empty { kind });
     }
     if id.len() > max {
         return Err(IdError::TooLong { kind, id: id.to_owned(), len: id.len(), max });
     }
-    Ok(())
-}
-
-fn check_alphabet(kind: &'static str, id: &str, allowed: &'static str, ok: impl Fn(u8) -> bool) -> Result<(), IdError> {
     match id.bytes().position(|b| !ok(b)) {
         Some(offset) => {
             Err(IdError::BadCharacter { kind, id: id.to_owned(), found: char_at(id, offset), offset, allowed })
@@ -79,15 +83,18 @@ fn check_alphabet(kind: &'static str, id: &str, allowed: &'static str, ok: impl 
     }
 }
 
-/// Declares a validated string id: the type (its doc comment first), its text accessors, and
-/// the conversions that all go through its `parse`.
+/// Declares a validated string id: the type (its doc comment first), the kind its errors name,
+/// its text accessors, and the conversions that all go through its `parse`.
 macro_rules! string_newtype {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident, $kind:literal) => {
         $(#[$doc])*
         #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(String);
 
         impl $name {
+            /// What this id's errors call it.
+            const KIND: &'static str = $kind;
+
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -135,21 +142,21 @@ string_newtype! {
     /// A transition id (reference-core §5.2): 1–128 bytes of `[a-z0-9_./-]`, segments between `.`
     /// and `/` of 1–32 bytes, every segment starting with `[a-z0-9]`, the id ending with one, and
     /// no `_`/`-` directly before a separator. Ordering is byte order, the registry's entry order.
-    TransitionId
+    TransitionId, "transition id"
 }
 
 impl TransitionId {
     pub fn parse(text: &str) -> Result<TransitionId, IdError> {
-        const KIND: &str = "transition id";
-        check_length(KIND, text, TRANSITION_ID_MAX)?;
-        check_alphabet(KIND, text, "a-z 0-9 _ . / -", |b| is_lower_alnum(b) || matches!(b, b'_' | b'.' | b'/' | b'-'))?;
+        check_text(Self::KIND, text, TRANSITION_ID_MAX, "a-z 0-9 _ . / -", |b| {
+            is_lower_alnum(b) || matches!(b, b'_' | b'.' | b'/' | b'-')
+        })?;
         let bytes = text.as_bytes();
         if !is_lower_alnum(bytes[0]) {
             // A leading separator is an empty first segment; name it as such.
             if is_separator(bytes[0]) {
                 return Err(IdError::EmptySegment { id: text.to_owned(), offset: 0 });
             }
-            return Err(IdError::BadStart { kind: KIND, id: text.to_owned() });
+            return Err(IdError::BadStart { kind: Self::KIND, id: text.to_owned() });
         }
         let mut segment_start = 0;
         for (offset, &b) in bytes.iter().enumerate() {
@@ -196,14 +203,12 @@ fn check_segment(id: &str, start: usize, end: usize) -> Result<(), IdError> {
 string_newtype! {
     /// An A2A task id, the idempotency key within an episode: 1–128 characters of
     /// `[A-Za-z0-9._-]` (rule R1).
-    TaskId
+    TaskId, "task id"
 }
 
 impl TaskId {
     pub fn parse(text: &str) -> Result<TaskId, IdError> {
-        const KIND: &str = "task id";
-        check_length(KIND, text, TASK_ID_MAX)?;
-        check_alphabet(KIND, text, "A-Z a-z 0-9 . _ -", |b| {
+        check_text(Self::KIND, text, TASK_ID_MAX, "A-Z a-z 0-9 . _ -", |b| {
             b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')
         })?;
         Ok(TaskId(text.to_owned()))
@@ -219,16 +224,14 @@ impl TaskId {
 string_newtype! {
     /// An episode: `^[a-z0-9][a-z0-9-]{0,63}$`. It names the budget ledger, the worktree directory
     /// and part of every invocation id, so it must be safe as a path segment.
-    Episode
+    Episode, "episode"
 }
 
 impl Episode {
     pub fn parse(text: &str) -> Result<Episode, IdError> {
-        const KIND: &str = "episode";
-        check_length(KIND, text, EPISODE_MAX)?;
-        check_alphabet(KIND, text, "a-z 0-9 -", |b| is_lower_alnum(b) || b == b'-')?;
+        check_text(Self::KIND, text, EPISODE_MAX, "a-z 0-9 -", |b| is_lower_alnum(b) || b == b'-')?;
         if !is_lower_alnum(text.as_bytes()[0]) {
-            return Err(IdError::BadStart { kind: KIND, id: text.to_owned() });
+            return Err(IdError::BadStart { kind: Self::KIND, id: text.to_owned() });
         }
         Ok(Episode(text.to_owned()))
     }

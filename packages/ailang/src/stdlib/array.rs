@@ -13,7 +13,7 @@ pub static MODULE: StdModule = StdModule {
         native("make", 2, |_, a| {
             let n = as_int(&a[0], "make")?;
             if n < 0 {
-                return Err(Diagnostic::new("RT_INDEX", format!("make: negative size {n}"), None));
+                return Err(index_error(format!("make: negative size {n}")));
             }
             Ok(Value::list(vec![a[1].clone(); n as usize]))
         }),
@@ -49,5 +49,5 @@ fn element(xs: &Value, i: &Value, what: &str) -> Result<Value, Diagnostic> {
 }
 
 fn out_of_bounds(what: &str, i: i64, len: usize) -> Diagnostic {
-    Diagnostic::new("RT_INDEX", format!("{what}: index {i} out of bounds for array of length {len}"), None)
+    index_error(format!("{what}: index {i} out of bounds for array of length {len}"))
 }

@@ -59,11 +59,10 @@ pub static MODULE: StdModule = StdModule {
             let found = usize::try_from(i).ok().and_then(|i| s.chars().nth(i));
             match found {
                 Some(c) => Ok(Value::str(c.to_string())),
-                None => Err(crate::Diagnostic::new(
-                    "RT_INDEX",
-                    format!("charAt: index {i} out of bounds for string of length {}", s.chars().count()),
-                    None,
-                )),
+                None => Err(index_error(format!(
+                    "charAt: index {i} out of bounds for string of length {}",
+                    s.chars().count()
+                ))),
             }
         }),
         native("charCode", 1, |_, a| {
@@ -71,11 +70,10 @@ pub static MODULE: StdModule = StdModule {
             let mut chars = s.chars();
             match (chars.next(), chars.next()) {
                 (Some(c), None) => Ok(Value::Int(c as i64)),
-                _ => Err(crate::Diagnostic::new(
-                    "RT_TYPE",
-                    format!("charCode: expected a one-character string, got {} characters", s.chars().count()),
-                    None,
-                )),
+                _ => Err(type_error(format!(
+                    "charCode: expected a one-character string, got {} characters",
+                    s.chars().count()
+                ))),
             }
         }),
         native("join", 2, |_, a| {
