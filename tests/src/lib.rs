@@ -14,7 +14,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a process may take to print its startup line.
 const STARTUP: Duration = Duration::from_secs(30);
@@ -62,9 +62,9 @@ impl Process {
         let stdout = child.stdout.take().expect("piped stdout");
         let received = lines_of(stdout);
         let process = Self { child, stderr_log };
-        let deadline = std::time::Instant::now() + STARTUP;
+        let deadline = Instant::now() + STARTUP;
         loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let left = deadline.saturating_duration_since(Instant::now());
             match received.recv_timeout(left) {
                 Ok(line) => {
                     if let Some(rest) = line.strip_prefix(ready_prefix) {
@@ -93,12 +93,12 @@ impl Process {
 
     /// How the process exited, if it does within `within`.
     pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = std::time::Instant::now() + within;
+        let deadline = Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait for child") {
                 return Some(status);
             }
-            if std::time::Instant::now() >= deadline {
+            if Instant::now() >= deadline {
                 return None;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -162,6 +162,14 @@ impl World {
     /// Mints a session through the attended prompt, answering `y`.
     pub fn mint(&self, episode: &str, grants: &[&str], ttl: i64) -> String {
         mint(&self.store, episode, grants, ttl)
+    }
+
+    /// [`World::mint`]s a session that expires `ttl` seconds from now, for a test that uses it
+    /// both while it lives and once it has ended; returns it and its [`Expiry`].
+    pub fn mint_expiring(&self, episode: &str, grants: &[&str], ttl: u32) -> (String, Expiry) {
+        let token = self.mint(episode, grants, i64::from(ttl));
+        // An expiry is whole seconds, so the session has surely ended one second after it.
+        (token, Expiry(Instant::now() + Duration::from_secs(u64::from(ttl) + 1)))
     }
 
     /// How many log entries the edge's `GET /v1/log` shows (at most one page).
@@ -261,6 +269,16 @@ impl World {
         let mut command = Command::new(bin("world-core"));
         command.args(args).arg("--store").arg(&self.store).env_remove("CI");
         command.output().expect("run world-core")
+    }
+}
+
+/// When a session from [`World::mint_expiring`] has surely ended.
+pub struct Expiry(Instant);
+
+impl Expiry {
+    /// Sleeps until the session has ended.
+    pub async fn pass(&self) {
+        tokio::time::sleep(self.0.saturating_duration_since(Instant::now())).await;
     }
 }
 
