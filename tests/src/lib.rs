@@ -334,15 +334,8 @@ impl World {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Self {
-        let ailang = bin("ailang");
-        let serve_args = serve_args(&ailang, artifacts);
+        let serve_args = bootstrap_store(&store, dir.path(), &examples_dir().join("transitions.json"), 1, artifacts);
         let mut serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
-        let (bootstrap, _) = start_core(&store, dir.path(), &serve_args);
-        assert!(bootstrap.terminate().success(), "the bootstrap serve did not stop cleanly");
-        publish_with(&store, &examples_dir().join("transitions.json"), 1, artifacts);
-        let genesis =
-            Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
-        assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
         serve_args.extend_from_slice(extra);
         let (core, core_addr) = start_core_with_env(&store, dir.path(), &serve_args, env);
         Self { dir, store, core, core_addr, edge: None, edge_url: String::new() }
@@ -415,9 +408,7 @@ impl World {
         assert!(bootstrap.terminate().success(), "the bootstrap serve did not stop cleanly");
         publish(&store, manifest, count);
         if setup.genesis {
-            let genesis =
-                Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
-            assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
+            commit_genesis(&store);
         }
         let mut serve: Vec<&str> = if setup.interpreter { with_interpreter.clone() } else { Vec::new() };
         serve.extend_from_slice(setup.core_args);
@@ -444,6 +435,32 @@ pub fn serve_args(ailang: &Path, artifacts: Option<&Path>) -> Vec<String> {
         args.extend(["--artifacts".to_owned(), dir.display().to_string()]);
     }
     args
+}
+
+/// Makes `store` ready to serve `count` transitions of `manifest`: a first serve with the
+/// interpreter creates it and stops, the manifest is published (its archives in `artifacts`,
+/// which a PostgreSQL store needs) and genesis is committed. Returns the `serve` arguments that
+/// pin the interpreter and name `artifacts`.
+pub fn bootstrap_store(
+    store: &Path,
+    log_dir: &Path,
+    manifest: &Path,
+    count: usize,
+    artifacts: Option<&Path>,
+) -> Vec<String> {
+    let serve = serve_args(&bin("ailang"), artifacts);
+    let args: Vec<&str> = serve.iter().map(String::as_str).collect();
+    let (bootstrap, _) = start_core(store, log_dir, &args);
+    assert!(bootstrap.terminate().success(), "the bootstrap serve did not stop cleanly");
+    publish_with(store, manifest, count, artifacts);
+    commit_genesis(store);
+    serve
+}
+
+/// `world-core genesis` on `store`.
+pub fn commit_genesis(store: &Path) {
+    let genesis = Command::new(bin("world-core")).args(["genesis", "--store"]).arg(store).output().expect("genesis");
+    assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
 }
 
 /// `world-publish transitions` from the repository root, typing the phrase.
@@ -817,6 +834,24 @@ pub fn scripted_write_args(path: &str) -> serde_json::Value {
 pub async fn fresh_postgres_store() -> String {
     let admin = required_env("WORLD_TEST_POSTGRES_URL", "an admin URL of a server the tests may create databases on");
     fresh_postgres_database(&admin).await
+}
+
+/// A [`fresh_postgres_store`] and a temporary folder for what the cores serving it keep on
+/// disk: their logs, and in `artifacts` the interpreter archives, which the database does not
+/// hold.
+pub struct PostgresStore {
+    pub url: String,
+    pub dir: tempfile::TempDir,
+    pub artifacts: PathBuf,
+}
+
+impl PostgresStore {
+    pub async fn fresh() -> PostgresStore {
+        let url = fresh_postgres_store().await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let artifacts = dir.path().join("artifacts");
+        PostgresStore { url, dir, artifacts }
+    }
 }
 
 /// A new, empty database on the PostgreSQL server `admin` names; returns its URL.
