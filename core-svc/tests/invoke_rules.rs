@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use world_core::capsule::{CapsuleError, Runner};
 use world_core::effects::ailang::AilangHandlers;
@@ -47,12 +48,7 @@ impl Runner for Scripted {
         0
     }
 
-    fn run<'a>(
-        &'a self,
-        _source: &'a [u8],
-        input: &'a str,
-        _timeout: Duration,
-    ) -> futures::future::BoxFuture<'a, Result<Finished, CapsuleError>> {
+    fn run<'a>(&'a self, _: &'a [u8], input: &'a str, _: Duration) -> BoxFuture<'a, Result<Finished, CapsuleError>> {
         self.inputs.lock().unwrap().push(input.to_owned());
         let reply = self.replies.lock().unwrap().pop_front().expect("the script has a reply for every run");
         Box::pin(async move {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 mod common;
 
-use common::{both_backends, fresh_location};
+use common::{Fresh, both_backends, fresh_location};
 use sqlx::Connection;
 use world_core::genesis::{self, entry_hash};
 use world_core::store::{
@@ -98,11 +98,17 @@ async fn raw_connection(location: &StoreLocation) -> sqlx::AnyConnection {
     sqlx::AnyConnection::connect(&url).await.expect("raw connect")
 }
 
+/// Runs `sql` on a [`raw_connection`], which it returns.
+async fn raw_execute(location: &StoreLocation, sql: String) -> sqlx::AnyConnection {
+    let mut conn = raw_connection(location).await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone())).execute(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    conn
+}
+
 async fn a_store_from_the_future_is_refused_untouched(location: StoreLocation) {
     let store = Store::open(&location, OpenMode::CreateIfMissing).await.expect("create");
     store.close().await;
-    let mut conn = raw_connection(&location).await;
-    sqlx::raw_sql("UPDATE world_schema SET version = 99").execute(&mut conn).await.unwrap();
+    let mut conn = raw_execute(&location, "UPDATE world_schema SET version = 99".into()).await;
     match Store::open(&location, OpenMode::MustExist).await {
         Err(StoreError::FutureSchema { found: 99, supported, .. }) => {
             assert_eq!(supported, world_core::store::SCHEMA_VERSION)
@@ -501,12 +507,11 @@ async fn serving_as(location: &StoreLocation, core: &str) -> (Store, Liveness) {
 
 /// Moves the liveness times of `core` [`FENCE`] into the past, as if that long had passed.
 async fn age_core(location: &StoreLocation, core: &str) {
-    let mut conn = raw_connection(location).await;
     let sql = format!(
         "UPDATE cores SET started_at = started_at - {0}, gone_since = gone_since - {0} WHERE core = '{core}'",
         FENCE.as_secs()
     );
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await.expect("age the core's row");
+    raw_execute(location, sql).await;
 }
 
 /// Waits (bounded) until the store no longer sees `owner` alive: the server ends a closed
@@ -521,24 +526,62 @@ async fn until_dead(store: &Store, owner: &str) {
     panic!("{owner} still looks alive");
 }
 
+/// `core-a` and `core-b` serving one fresh PostgreSQL store, each with the session that keeps
+/// it alive.
+async fn two_cores_on_postgres() -> (StoreLocation, Fresh, (Store, Liveness), (Store, Liveness)) {
+    let (location, fresh) = fresh_location("postgres").await;
+    let a = serving_as(&location, "core-a").await;
+    let b = serving_as(&location, "core-b").await;
+    (location, fresh, a, b)
+}
+
+/// What two cores contend for, asked over one window of time from now: the claim on
+/// [`CONTENDED`] and the lease on `ep1`.
+struct Contention {
+    now: i64,
+    later: i64,
+}
+
+const CONTENDED: &str = "a2a:ep1:t1";
+
+impl Contention {
+    fn from_now() -> Contention {
+        let now = world_core::session::now_unix();
+        Contention { now, later: now + 1000 }
+    }
+
+    /// `store`'s core claims [`CONTENDED`].
+    async fn claim(&self, store: &Store) -> Claim {
+        store.claim_invocation(CONTENDED, "call", store.owner(), self.now, self.later).await.unwrap()
+    }
+
+    /// `store`'s core takes the lease on `ep1` for `turn`, asking a holder that may be dead
+    /// whether it is when `ask_holder`.
+    async fn lease(&self, store: &Store, turn: &str, ask_holder: bool) -> bool {
+        store.acquire_episode_lease("ep1", turn, self.now, self.later, ask_holder).await.unwrap()
+    }
+
+    /// `store`'s core takes the claim and the lease (as `turn-a`); returns the owner it holds
+    /// them as.
+    async fn hold(&self, store: &Store) -> String {
+        assert_eq!(self.claim(store).await, Claim::Acquired);
+        assert!(self.lease(store, "turn-a", true).await);
+        store.owner().to_owned()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_cores_claims_leases_and_intents_are_told_apart_from_a_live_ones_on_postgres() {
-    let (location, _guard) = fresh_location("postgres").await;
-    let (dead, dead_liveness) = serving_as(&location, "core-a").await;
-    let (live, _live_liveness) = serving_as(&location, "core-b").await;
-    let now = world_core::session::now_unix();
-    let later = now + 1000;
-    let id = "a2a:ep1:t1";
-    let dead_owner = dead.owner().to_owned();
-    assert_eq!(dead.claim_invocation(id, "call", &dead_owner, now, later).await.unwrap(), Claim::Acquired);
-    assert!(dead.acquire_episode_lease("ep1", "turn-a", now, later, true).await.unwrap());
-    append_intent(&dead, "ep1", id, 1).await;
+    let (location, _guard, (dead, dead_liveness), (live, _live_liveness)) = two_cores_on_postgres().await;
+    let contention = Contention::from_now();
+    let dead_owner = contention.hold(&dead).await;
+    append_intent(&dead, "ep1", CONTENDED, 1).await;
     assert_eq!(live.effect_intent_writer("effect:ep1:0").await.unwrap().as_deref(), Some(dead_owner.as_str()));
 
     // While core-a lives, what it holds is its own.
     assert!(live.owner_alive(&dead_owner).await.unwrap());
-    assert_eq!(live.claim_invocation(id, "call", live.owner(), now, later).await.unwrap(), Claim::InFlight);
-    assert!(!live.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
+    assert_eq!(contention.claim(&live).await, Claim::InFlight);
+    assert!(!contention.lease(&live, "turn-b", true).await);
 
     // Its session ends, as when its process dies.
     drop(dead_liveness);
@@ -546,13 +589,13 @@ async fn a_dead_cores_claims_leases_and_intents_are_told_apart_from_a_live_ones_
     until_dead(&live, &dead_owner).await;
     // Found without its lock, but not yet for FENCE: a core that lost its session while it
     // runs has that long to stop.
-    assert_eq!(live.claim_invocation(id, "call", live.owner(), now, later).await.unwrap(), Claim::InFlight);
-    assert!(!live.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
+    assert_eq!(contention.claim(&live).await, Claim::InFlight);
+    assert!(!contention.lease(&live, "turn-b", true).await);
     // Not asking the holder leaves the lease to its expiry.
     age_core(&location, "core-a").await;
-    assert!(!live.acquire_episode_lease("ep1", "turn-b", now, later, false).await.unwrap());
-    assert!(live.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
-    assert_eq!(live.claim_invocation(id, "call", live.owner(), now, later).await.unwrap(), Claim::Acquired);
+    assert!(!contention.lease(&live, "turn-b", false).await);
+    assert!(contention.lease(&live, "turn-b", true).await);
+    assert_eq!(contention.claim(&live).await, Claim::Acquired);
     assert!(live.owner_alive(live.owner()).await.unwrap());
     assert!(!live.owner_alive("core-a/unknown").await.unwrap());
     assert!(!live.owner_alive("").await.unwrap(), "intents from before cores registered count as dead");
@@ -561,15 +604,9 @@ async fn a_dead_cores_claims_leases_and_intents_are_told_apart_from_a_live_ones_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_core_restarted_under_its_identity_ends_its_dead_runs_claims_on_postgres() {
-    let (location, _guard) = fresh_location("postgres").await;
-    let (first, first_liveness) = serving_as(&location, "core-a").await;
-    let (other, _other_liveness) = serving_as(&location, "core-b").await;
-    let now = world_core::session::now_unix();
-    let later = now + 1000;
-    let id = "a2a:ep1:t1";
-    let first_owner = first.owner().to_owned();
-    assert_eq!(first.claim_invocation(id, "call", &first_owner, now, later).await.unwrap(), Claim::Acquired);
-    assert!(first.acquire_episode_lease("ep1", "turn-a", now, later, true).await.unwrap());
+    let (location, _guard, (first, first_liveness), (other, _other_liveness)) = two_cores_on_postgres().await;
+    let contention = Contention::from_now();
+    let first_owner = contention.hold(&first).await;
     drop(first_liveness);
     first.close().await;
 
@@ -580,12 +617,12 @@ async fn a_core_restarted_under_its_identity_ends_its_dead_runs_claims_on_postgr
     assert!(other.owner_alive(second.owner()).await.unwrap());
     // Within FENCE of the restart the dead run's claims still hold (its lock is held, by
     // the new run); after it they end.
-    assert_eq!(other.claim_invocation(id, "call", other.owner(), now, later).await.unwrap(), Claim::InFlight);
+    assert_eq!(contention.claim(&other).await, Claim::InFlight);
     age_core(&location, "core-a").await;
-    assert_eq!(second.claim_invocation(id, "call", second.owner(), now, later).await.unwrap(), Claim::Acquired);
-    assert!(other.acquire_episode_lease("ep1", "turn-b", now, later, true).await.unwrap());
+    assert_eq!(contention.claim(&second).await, Claim::Acquired);
+    assert!(contention.lease(&other, "turn-b", true).await);
     // The new run's own claims are its own.
-    assert_eq!(other.claim_invocation(id, "call", other.owner(), now, later).await.unwrap(), Claim::InFlight);
+    assert_eq!(contention.claim(&other).await, Claim::InFlight);
     second.close().await;
     other.close().await;
 }
@@ -747,13 +784,8 @@ async fn a_version_3_store_gets_its_spend_from_its_intents(location: StoreLocati
     append_intent(&store, "ep2", "c", 7).await;
     assert_eq!(store.claim_invocation("a2a:ep1:t1", "call", "old-core", 100, 9999).await.unwrap(), Claim::Acquired);
     store.close().await;
-    let mut conn = raw_connection(&location).await;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "{UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} DROP TABLE effect_spend; UPDATE world_schema SET version = 3"
-    )))
-    .execute(&mut conn)
-    .await
-    .expect("make a version 3 store");
+    let undo = "DROP TABLE effect_spend; UPDATE world_schema SET version = 3";
+    raw_execute(&location, format!("{UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} {undo}")).await;
 
     let store = Store::open(&location, OpenMode::MustExist).await.expect("open and migrate");
     let spend = |n: i64| vec![("Workspace.Read".to_owned(), "worktree".to_owned(), n)];
@@ -891,13 +923,8 @@ async fn a_version_4_store_learns_whose_entries_and_objects_it_holds(location: S
     store.append_effect_outcome("effect:ep1:0", &[&result, &record], &outcome).await.unwrap();
     store.close().await;
 
-    let mut conn = raw_connection(&location).await;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "{UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} UPDATE world_schema SET version = 4"
-    )))
-    .execute(&mut conn)
-    .await
-    .expect("make a version 4 store");
+    let undo = "UPDATE world_schema SET version = 4";
+    raw_execute(&location, format!("{UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} {undo}")).await;
     let store = Store::open(&location, OpenMode::MustExist).await.expect("open and migrate");
     let (ep1, ep2) = (Reader::Episode("ep1".into()), Reader::Episode("ep2".into()));
     assert_eq!(indexes(&store.reads(&ep1).log_page(0, 0).await.unwrap()), [0, 1, 3]);

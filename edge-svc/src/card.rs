@@ -27,17 +27,32 @@ pub const CARD_DESCRIPTION: &str = "AILANG World daemon: a published skill accep
 pub const CARD_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 // The reference encodes the card as a Go map, so every field below is declared in bytewise
-// key order.
+// key order, a flattened `Daemon` standing where its keys sort.
 
+/// What both cards say of the daemon itself (`defaultInputModes` to `name`).
 #[derive(Serialize)]
-pub struct Card {
-    pub capabilities: Capabilities,
+pub struct Daemon {
     #[serde(rename = "defaultInputModes")]
     pub default_input_modes: [&'static str; 1],
     #[serde(rename = "defaultOutputModes")]
     pub default_output_modes: [&'static str; 1],
     pub description: &'static str,
     pub name: &'static str,
+}
+
+/// A skill takes and gives JSON; the name and description are the reference's.
+pub const DAEMON: Daemon = Daemon {
+    default_input_modes: ["application/json"],
+    default_output_modes: ["application/json"],
+    description: CARD_DESCRIPTION,
+    name: CARD_NAME,
+};
+
+#[derive(Serialize)]
+pub struct Card {
+    pub capabilities: Capabilities,
+    #[serde(flatten)]
+    pub daemon: Daemon,
     pub skills: Vec<Skill>,
     pub url: String,
     pub version: &'static str,
@@ -65,10 +80,7 @@ pub struct Skill {
 pub fn card(surface: Vec<pb::Descriptor>, host: &str) -> Card {
     Card {
         capabilities: Capabilities { push_notifications: false, state_transition_history: false, streaming: false },
-        default_input_modes: ["application/json"],
-        default_output_modes: ["application/json"],
-        description: CARD_DESCRIPTION,
-        name: CARD_NAME,
+        daemon: DAEMON,
         skills: surface
             .into_iter()
             .map(|descriptor| Skill {
@@ -96,12 +108,8 @@ pub const OAUTH_SCHEME: &str = "oauth";
 #[derive(Serialize)]
 pub struct A2aCard {
     pub capabilities: A2aCapabilities,
-    #[serde(rename = "defaultInputModes")]
-    pub default_input_modes: [&'static str; 1],
-    #[serde(rename = "defaultOutputModes")]
-    pub default_output_modes: [&'static str; 1],
-    pub description: &'static str,
-    pub name: &'static str,
+    #[serde(flatten)]
+    pub daemon: Daemon,
     /// 0.3: the transport at `url`.
     #[serde(rename = "preferredTransport")]
     pub preferred_transport: &'static str,
@@ -192,10 +200,7 @@ pub fn a2a_card(surface: Vec<pb::Descriptor>, host: &str, public: &PublicUrl) ->
     let url = format!("http://{host}/a2a/");
     A2aCard {
         capabilities: A2aCapabilities { push_notifications: false, streaming: false },
-        default_input_modes: ["application/json"],
-        default_output_modes: ["application/json"],
-        description: CARD_DESCRIPTION,
-        name: CARD_NAME,
+        daemon: DAEMON,
         preferred_transport: "JSONRPC",
         protocol_version: "0.3.0",
         security: [BTreeMap::from([(BEARER_SCHEME, [])]), BTreeMap::from([(OAUTH_SCHEME, [])])],
@@ -266,21 +271,15 @@ async fn serve(
 mod tests {
     use super::*;
 
+    fn descriptor(id: &str, title: &str, description: &str) -> pb::Descriptor {
+        pb::Descriptor { id: id.into(), title: title.into(), description: description.into(), ..Default::default() }
+    }
+
     #[test]
     fn card_bytes_match_the_reference_shape() {
         let surface = vec![
-            pb::Descriptor {
-                id: "ailang-read".into(),
-                title: "Read".into(),
-                description: "Reads a file <safely>".into(),
-                ..Default::default()
-            },
-            pb::Descriptor {
-                id: "tools.echo".into(),
-                title: "Echo".into(),
-                description: "Echoes".into(),
-                ..Default::default()
-            },
+            descriptor("ailang-read", "Read", "Reads a file <safely>"),
+            descriptor("tools.echo", "Echo", "Echoes"),
         ];
         let body = String::from_utf8(json::encode(&card(surface, "127.0.0.1:7644"))).unwrap();
         assert_eq!(
@@ -303,18 +302,10 @@ mod tests {
     #[test]
     fn the_a2a_card_carries_1_0_and_0_3_fields() {
         let surface = vec![
+            descriptor("tools.echo", "Echo", "Echoes"),
             pb::Descriptor {
-                id: "tools.echo".into(),
-                title: "Echo".into(),
-                description: "Echoes".into(),
-                ..Default::default()
-            },
-            pb::Descriptor {
-                id: "ailang-read".into(),
-                title: "Read".into(),
-                description: "Reads".into(),
                 declared_effects: vec![pb::AccessTriple::default()],
-                ..Default::default()
+                ..descriptor("ailang-read", "Read", "Reads")
             },
         ];
         let public = PublicUrl::parse("https://w.example").unwrap();

@@ -561,55 +561,49 @@ mod tests {
         assert_eq!((status, body), (202, Vec::new()));
     }
 
+    /// The whole-POST envelope, however the host callback ended: the core's failure (which
+    /// `mcp_failure` renders alike), or the callback's own timeout, cancellation or capacity.
     #[test]
-    fn mcp_callback_failures_say_only_failed_timed_out_canceled_or_capacity() {
+    fn mcp_host_failures_say_only_failed_timed_out_canceled_or_capacity() {
+        let failed = |code| CallbackError::Failed(Failure::of(code));
         let table = [
+            (failed(FailureCode::ExecutionFailed), "host callback failed"),
+            (failed(FailureCode::Unavailable), "host callback failed"),
+            (failed(FailureCode::Internal), "host callback failed"),
+            (failed(FailureCode::Timeout), "host callback timed out"),
+            (failed(FailureCode::Deadline), "host callback timed out"),
+            (failed(FailureCode::CapacityExceeded), "host callback capacity exceeded"),
             (CallbackError::TimedOut, "host callback timed out"),
             (CallbackError::Canceled, "host callback canceled"),
             (CallbackError::CapacityExceeded, "host callback capacity exceeded"),
-            (CallbackError::Failed(Failure::of(FailureCode::ExecutionFailed)), "host callback failed"),
-            (CallbackError::Failed(Failure::of(FailureCode::Deadline)), "host callback timed out"),
-            (CallbackError::Failed(Failure::of(FailureCode::CapacityExceeded)), "host callback capacity exceeded"),
         ];
-        for (error, message) in table {
-            let (status, _, body) = parts(mcp_callback_failure(&error, &Value::Null));
-            assert_eq!(status, 200);
-            assert_eq!(
-                String::from_utf8(body).unwrap(),
+        let envelope = |id: &str, message: &str| {
+            (
+                200,
+                vec![header("content-type", "application/json"), header("x-content-type-options", "nosniff")],
                 format!(
-                    "{{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{{\"code\":-32603,\"message\":\"{message}\"}}}}\n"
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32603,\"message\":\"{message}\"}}}}\n"
                 )
-            );
+                .into_bytes(),
+            )
+        };
+        for (error, message) in table {
+            assert_eq!(parts(mcp_callback_failure(&error, &Value::Null)), envelope("null", message), "{error:?}");
+            if let CallbackError::Failed(failure) = &error {
+                assert_eq!(parts(mcp_failure(failure, &Value::from(2))), envelope("2", message), "{error:?}");
+            }
         }
         let (status, _, _) =
             parts(mcp_callback_failure(&CallbackError::Failed(Failure::from(SessionDenial::Expired)), &Value::Null));
         assert_eq!(status, 401);
+        // A schema refusal is the tool's own result, not a host failure.
         let schema = Failure::new(FailureCode::InvalidParams, "arguments do not match the input schema: x");
         assert_eq!(mcp_tool_error_text(&schema), Some("arguments do not match the input schema: x"));
         assert_eq!(mcp_tool_error_text(&Failure::of(FailureCode::NotAuthorized)), None);
     }
 
     #[test]
-    fn mcp_host_failures_are_the_frozen_envelope() {
-        let table = [
-            (FailureCode::Unavailable, "host callback failed"),
-            (FailureCode::Internal, "host callback failed"),
-            (FailureCode::Timeout, "host callback timed out"),
-            (FailureCode::Deadline, "host callback timed out"),
-            (FailureCode::CapacityExceeded, "host callback capacity exceeded"),
-        ];
-        for (code, message) in table {
-            let (status, headers, body) = parts(mcp_failure(&Failure::of(code), &Value::from(2)));
-            assert_eq!(status, 200);
-            assert_eq!(
-                headers,
-                vec![header("content-type", "application/json"), header("x-content-type-options", "nosniff")]
-            );
-            assert_eq!(
-                String::from_utf8(body).unwrap(),
-                format!("{{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{{\"code\":-32603,\"message\":\"{message}\"}}}}\n")
-            );
-        }
+    fn mcp_transport_errors_are_json_rpc_bodies() {
         let (status, _, body) = parts(mcp_transport_error(
             StatusCode::BAD_REQUEST,
             &Value::Null,

@@ -45,30 +45,35 @@ impl FakeCore {
         };
         Err(pb::Failure { code: code.into(), message: "from the core".into(), ..Default::default() })
     }
+
+    /// The reply to a call the core admits by its credential: the session's failure, else
+    /// `result`.
+    fn answer<T, R>(&self, request: &tonic::Request<T>, result: Result<R::Value, pb::Failure>) -> Reply<R>
+    where
+        R: world_proto::Outcome<Error = pb::Failure>,
+    {
+        Ok(Response::new(R::from_result(self.session(request).and(result))))
+    }
 }
 
 #[tonic::async_trait]
 impl Admission for FakeCore {
     async fn admit(&self, request: tonic::Request<pb::AdmitRequest>) -> Reply<pb::AdmitReply> {
-        use pb::admit_reply::Outcome;
-        let outcome = match self.session(&request) {
-            Err(failure) => Outcome::Failure(failure),
-            Ok(()) => Outcome::Admitted(pb::Admitted {
-                episode: "ep1".into(),
-                expires_at: 4_000_000_000,
-                surface: vec![pb::Descriptor {
-                    id: "tools.echo".into(),
-                    title: "Echo".into(),
-                    description: "Echoes its input".into(),
-                    input_schema: br#"{"type":"object"}"#.to_vec(),
-                    ..Default::default()
-                }],
-                registry_head: HEAD.into(),
-                // An edge that is sent no digest keeps nothing: every request carries its surface.
-                surface_digest: String::new(),
-            }),
+        let admitted = pb::Admitted {
+            episode: "ep1".into(),
+            expires_at: 4_000_000_000,
+            surface: vec![pb::Descriptor {
+                id: "tools.echo".into(),
+                title: "Echo".into(),
+                description: "Echoes its input".into(),
+                input_schema: br#"{"type":"object"}"#.to_vec(),
+                ..Default::default()
+            }],
+            registry_head: HEAD.into(),
+            // An edge that is sent no digest keeps nothing: every request carries its surface.
+            surface_digest: String::new(),
         };
-        Ok(Response::new(pb::AdmitReply { outcome: Some(outcome) }))
+        self.answer(&request, Ok(admitted))
     }
 }
 
@@ -135,24 +140,11 @@ impl Store for FakeCore {
         }))
     }
     async fn head(&self, request: tonic::Request<pb::HeadRequest>) -> Reply<pb::HeadReply> {
-        use pb::head_reply::Outcome;
-        let outcome = match self.session(&request) {
-            Err(failure) => Outcome::Failure(failure),
-            Ok(()) => Outcome::Head(HEAD.into()),
-        };
-        Ok(Response::new(pb::HeadReply { outcome: Some(outcome) }))
+        self.answer(&request, Ok(HEAD.into()))
     }
     async fn get_world(&self, request: tonic::Request<pb::GetWorldRequest>) -> Reply<pb::GetWorldReply> {
-        use pb::get_world_reply::Outcome;
-        let outcome = match self.session(&request) {
-            Err(failure) => Outcome::Failure(failure),
-            Ok(()) => Outcome::Failure(pb::Failure {
-                code: "not_found".into(),
-                message: "world not found".into(),
-                ..Default::default()
-            }),
-        };
-        Ok(Response::new(pb::GetWorldReply { outcome: Some(outcome) }))
+        let absent = pb::Failure { code: "not_found".into(), message: "world not found".into(), ..Default::default() };
+        self.answer(&request, Err(absent))
     }
     async fn get_object(&self, _: tonic::Request<pb::GetObjectRequest>) -> Reply<pb::GetObjectReply> {
         Err(Status::internal("not scripted"))
@@ -170,19 +162,13 @@ impl Store for FakeCore {
         Err(Status::internal("not scripted"))
     }
     async fn log_page(&self, request: tonic::Request<pb::LogPageRequest>) -> Reply<pb::LogPageReply> {
-        use pb::log_page_reply::Outcome;
-        let outcome = match self.session(&request) {
-            Err(failure) => Outcome::Failure(failure),
-            // Echo the paging the edge computed, so the test can see it.
-            Ok(()) => Outcome::Page(pb::EntryPage {
-                items: vec![pb::LogEntry {
-                    entry_index: request.get_ref().from,
-                    semantics_epoch: i64::from(request.get_ref().limit),
-                    ..Default::default()
-                }],
-            }),
+        // Echo the paging the edge computed, so the test can see it.
+        let echoed = pb::LogEntry {
+            entry_index: request.get_ref().from,
+            semantics_epoch: i64::from(request.get_ref().limit),
+            ..Default::default()
         };
-        Ok(Response::new(pb::LogPageReply { outcome: Some(outcome) }))
+        self.answer(&request, Ok(pb::EntryPage { items: vec![echoed] }))
     }
     async fn registry_head(&self, _: tonic::Request<pb::RegistryHeadRequest>) -> Reply<pb::RegistryHeadReply> {
         Err(Status::internal("not scripted"))
@@ -197,18 +183,13 @@ impl Store for FakeCore {
         Err(Status::internal("not scripted"))
     }
     async fn commit(&self, request: tonic::Request<pb::CommitRequest>) -> Reply<pb::CommitReply> {
-        use pb::commit_reply::Outcome;
-        let outcome = match self.session(&request) {
-            Err(failure) => Outcome::Failure(failure),
-            Ok(()) => Outcome::SelectedHead(
-                request.get_ref().next_world.as_ref().map(|w| w.r#ref.clone()).unwrap_or_default(),
-            ),
-        };
-        Ok(Response::new(pb::CommitReply { outcome: Some(outcome) }))
+        let selected = request.get_ref().next_world.as_ref().map(|w| w.r#ref.clone()).unwrap_or_default();
+        self.answer(&request, Ok(selected))
     }
 }
 
-async fn start_fake() -> (FakeCore, String) {
+/// The scripted core on a loopback port, and the state of an edge in front of it.
+async fn start_fake() -> (FakeCore, AppState) {
     let fake = FakeCore::default();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -222,7 +203,7 @@ async fn start_fake() -> (FakeCore, String) {
             .await
             .unwrap();
     });
-    (fake, format!("http://{address}"))
+    (fake, state(&format!("http://{address}")))
 }
 
 fn tokio_stream_listener(
@@ -262,8 +243,7 @@ fn request(method: &str, uri: &str, authorization: Option<&str>, body: &str) -> 
 
 #[tokio::test]
 async fn card_lists_the_admitted_surface_and_forwards_the_header_verbatim() {
-    let (fake, url) = start_fake().await;
-    let state = state(&url);
+    let (fake, state) = start_fake().await;
     let authorization = format!("Bearer\t{GOOD}");
     let answer = call(&state, request("GET", "/.well-known/agent.json", Some(&authorization), "")).await;
     assert_eq!(answer.status, StatusCode::OK);
@@ -275,8 +255,7 @@ async fn card_lists_the_admitted_surface_and_forwards_the_header_verbatim() {
 
 #[tokio::test]
 async fn every_denial_row_on_every_gated_surface() {
-    let (fake, url) = start_fake().await;
-    let state = state(&url);
+    let (fake, state) = start_fake().await;
     let unknown = format!("Bearer {}", "ab".repeat(32));
     let expired = format!("Bearer {EXPIRED}");
     // (authorization, card status + class, MCP body, A2A code + message)
@@ -332,8 +311,7 @@ async fn every_denial_row_on_every_gated_surface() {
 
 #[tokio::test]
 async fn rest_reads_validate_before_calling_the_core() {
-    let (fake, url) = start_fake().await;
-    let state = state(&url);
+    let (fake, state) = start_fake().await;
     let good = format!("Bearer {GOOD}");
     let answer = call(&state, request("GET", "/v1/worlds/nope", Some(&good), "")).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
@@ -343,15 +321,16 @@ async fn rest_reads_validate_before_calling_the_core() {
     );
     assert!(fake.seen.lock().unwrap().is_empty());
     let answer = call(&state, request("GET", &format!("/v1/worlds/{HEAD}"), Some(&good), "")).await;
-    assert_eq!(answer.status, StatusCode::NOT_FOUND);
-    assert_eq!(answer.body, "{\"error\":{\"class\":\"NotFound\",\"message\":\"world not found\"}}\n");
+    assert_eq!(
+        (answer.status, answer.body.as_str()),
+        (StatusCode::NOT_FOUND, "{\"error\":{\"class\":\"NotFound\",\"message\":\"world not found\"}}\n")
+    );
     let answer = call(&state, request("GET", "/v1/log?from=%2B3&limit=9000&from=1", Some(&good), "")).await;
     assert!(answer.body.contains("\"entryIndex\":3,\"semanticsEpoch\":500,"), "{}", answer.body);
     let answer = call(&state, request("GET", "/v1/head", Some(&good), "")).await;
     assert_eq!((answer.status, answer.body.as_str()), (StatusCode::OK, HEAD));
     let answer = call(&state, request("HEAD", "/v1/head", Some(&good), "")).await;
-    assert_eq!(answer.status, StatusCode::OK);
-    assert_eq!(answer.body, "");
+    assert_eq!((answer.status, answer.body.as_str()), (StatusCode::OK, ""));
     assert_eq!(answer.headers["content-length"], HEAD.len().to_string());
     let answer = call(&state, request("GET", "/v1/health", None, "")).await;
     assert_eq!(
@@ -362,8 +341,7 @@ async fn rest_reads_validate_before_calling_the_core() {
 
 #[tokio::test]
 async fn commit_checks_the_session_before_the_body() {
-    let (_fake, url) = start_fake().await;
-    let state = state(&url);
+    let (_fake, state) = start_fake().await;
     let unknown = format!("Bearer {}", "ab".repeat(32));
     let oversized = "x".repeat(8_388_609);
     let answer = call(&state, request("POST", "/v1/commit", Some(&unknown), &oversized)).await;
@@ -445,10 +423,7 @@ fn shared_edge() -> &'static (tokio::runtime::Runtime, AppState) {
     static EDGE: std::sync::OnceLock<(tokio::runtime::Runtime, AppState)> = std::sync::OnceLock::new();
     EDGE.get_or_init(|| {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        let state = runtime.block_on(async {
-            let (_fake, url) = start_fake().await;
-            state(&url)
-        });
+        let (_fake, state) = runtime.block_on(start_fake());
         (runtime, state)
     })
 }

@@ -14,7 +14,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a process may take to print its startup line.
 const STARTUP: Duration = Duration::from_secs(30);
@@ -62,9 +62,9 @@ impl Process {
         let stdout = child.stdout.take().expect("piped stdout");
         let received = lines_of(stdout);
         let process = Self { child, stderr_log };
-        let deadline = std::time::Instant::now() + STARTUP;
+        let deadline = Instant::now() + STARTUP;
         loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let left = deadline.saturating_duration_since(Instant::now());
             match received.recv_timeout(left) {
                 Ok(line) => {
                     if let Some(rest) = line.strip_prefix(ready_prefix) {
@@ -93,12 +93,12 @@ impl Process {
 
     /// How the process exited, if it does within `within`.
     pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = std::time::Instant::now() + within;
+        let deadline = Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait for child") {
                 return Some(status);
             }
-            if std::time::Instant::now() >= deadline {
+            if Instant::now() >= deadline {
                 return None;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -162,6 +162,14 @@ impl World {
     /// Mints a session through the attended prompt, answering `y`.
     pub fn mint(&self, episode: &str, grants: &[&str], ttl: i64) -> String {
         mint(&self.store, episode, grants, ttl)
+    }
+
+    /// [`World::mint`]s a session that expires `ttl` seconds from now, for a test that uses it
+    /// both while it lives and once it has ended; returns it and its [`Expiry`].
+    pub fn mint_expiring(&self, episode: &str, grants: &[&str], ttl: u32) -> (String, Expiry) {
+        let token = self.mint(episode, grants, i64::from(ttl));
+        // An expiry is whole seconds, so the session has surely ended one second after it.
+        (token, Expiry(Instant::now() + Duration::from_secs(u64::from(ttl) + 1)))
     }
 
     /// How many log entries the edge's `GET /v1/log` shows (at most one page).
@@ -264,6 +272,16 @@ impl World {
     }
 }
 
+/// When a session from [`World::mint_expiring`] has surely ended.
+pub struct Expiry(Instant);
+
+impl Expiry {
+    /// Sleeps until the session has ended.
+    pub async fn pass(&self) {
+        tokio::time::sleep(self.0.saturating_duration_since(Instant::now())).await;
+    }
+}
+
 /// The echo transition's manifest, as `packages/examples` ships it.
 pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../packages/examples")
@@ -316,15 +334,8 @@ impl World {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Self {
-        let ailang = bin("ailang");
-        let serve_args = serve_args(&ailang, artifacts);
+        let serve_args = bootstrap_store(&store, dir.path(), &examples_dir().join("transitions.json"), 1, artifacts);
         let mut serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
-        let (bootstrap, _) = start_core(&store, dir.path(), &serve_args);
-        assert!(bootstrap.terminate().success(), "the bootstrap serve did not stop cleanly");
-        publish_with(&store, &examples_dir().join("transitions.json"), 1, artifacts);
-        let genesis =
-            Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
-        assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
         serve_args.extend_from_slice(extra);
         let (core, core_addr) = start_core_with_env(&store, dir.path(), &serve_args, env);
         Self { dir, store, core, core_addr, edge: None, edge_url: String::new() }
@@ -397,9 +408,7 @@ impl World {
         assert!(bootstrap.terminate().success(), "the bootstrap serve did not stop cleanly");
         publish(&store, manifest, count);
         if setup.genesis {
-            let genesis =
-                Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().expect("genesis");
-            assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
+            commit_genesis(&store);
         }
         let mut serve: Vec<&str> = if setup.interpreter { with_interpreter.clone() } else { Vec::new() };
         serve.extend_from_slice(setup.core_args);
@@ -426,6 +435,32 @@ pub fn serve_args(ailang: &Path, artifacts: Option<&Path>) -> Vec<String> {
         args.extend(["--artifacts".to_owned(), dir.display().to_string()]);
     }
     args
+}
+
+/// Makes `store` ready to serve `count` transitions of `manifest`: a first serve with the
+/// interpreter creates it and stops, the manifest is published (its archives in `artifacts`,
+/// which a PostgreSQL store needs) and genesis is committed. Returns the `serve` arguments that
+/// pin the interpreter and name `artifacts`.
+pub fn bootstrap_store(
+    store: &Path,
+    log_dir: &Path,
+    manifest: &Path,
+    count: usize,
+    artifacts: Option<&Path>,
+) -> Vec<String> {
+    let serve = serve_args(&bin("ailang"), artifacts);
+    let args: Vec<&str> = serve.iter().map(String::as_str).collect();
+    let (bootstrap, _) = start_core(store, log_dir, &args);
+    assert!(bootstrap.terminate().success(), "the bootstrap serve did not stop cleanly");
+    publish_with(store, manifest, count, artifacts);
+    commit_genesis(store);
+    serve
+}
+
+/// `world-core genesis` on `store`.
+pub fn commit_genesis(store: &Path) {
+    let genesis = Command::new(bin("world-core")).args(["genesis", "--store"]).arg(store).output().expect("genesis");
+    assert!(genesis.status.success(), "genesis: {}", String::from_utf8_lossy(&genesis.stderr));
 }
 
 /// `world-publish transitions` from the repository root, typing the phrase.
@@ -799,6 +834,24 @@ pub fn scripted_write_args(path: &str) -> serde_json::Value {
 pub async fn fresh_postgres_store() -> String {
     let admin = required_env("WORLD_TEST_POSTGRES_URL", "an admin URL of a server the tests may create databases on");
     fresh_postgres_database(&admin).await
+}
+
+/// A [`fresh_postgres_store`] and a temporary folder for what the cores serving it keep on
+/// disk: their logs, and in `artifacts` the interpreter archives, which the database does not
+/// hold.
+pub struct PostgresStore {
+    pub url: String,
+    pub dir: tempfile::TempDir,
+    pub artifacts: PathBuf,
+}
+
+impl PostgresStore {
+    pub async fn fresh() -> PostgresStore {
+        let url = fresh_postgres_store().await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let artifacts = dir.path().join("artifacts");
+        PostgresStore { url, dir, artifacts }
+    }
 }
 
 /// A new, empty database on the PostgreSQL server `admin` names; returns its URL.

@@ -89,8 +89,7 @@ async fn the_seed_example_completes_and_a_resent_task_returns_the_committed_entr
 async fn a_send_is_admitted_by_its_invocation_against_the_current_registry() {
     let mut world = World::invoke(Setup::default());
     let grants = ["world.apply=world:1000"];
-    let token = world.mint("ep1", &grants, 8);
-    let minted = Instant::now();
+    let (token, expiry) = world.mint_expiring("ep1", &grants, 8);
     let echo = |n: i64| send("tasks/send", json!(n), &format!("kept-{n}"), skill("tools.echo"), json!({"n":n}));
     for n in 0..3 {
         let answer = post(&world, &token, echo(n)).await;
@@ -117,7 +116,7 @@ async fn a_send_is_admitted_by_its_invocation_against_the_current_registry() {
     // The session ends. (A session minted already at its end, which this edge never saw, is the
     // comparison.)
     let expired = world.mint("ep4", &grants, 0);
-    tokio::time::sleep((minted + Duration::from_secs(9)).saturating_duration_since(Instant::now())).await;
+    expiry.pass().await;
     let named = send("tasks/send", json!(6), "kept-6", skill("tests.named"), json!({"name":"z"}));
     let ended = post(&world, &token, named.clone()).await;
     let never_seen = post(&world, &expired, named).await;

@@ -107,8 +107,7 @@ fn bootstrap(dir: &Path, store: &Path) {
     assert!(bootstrap.terminate().success());
     world_tests::publish(store, &examples_dir().join("transitions.json"), 1);
     world_tests::publish(store, &fixture("effects/transitions.json"), 5);
-    let genesis = std::process::Command::new(bin("world-core")).args(["genesis", "--store"]).arg(store).output();
-    assert!(genesis.expect("genesis").status.success());
+    world_tests::commit_genesis(store);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -36,10 +36,16 @@ async fn send(request: reqwest::RequestBuilder, authorization: &Option<String>) 
     (status, content_type, response.text().await.expect("body"))
 }
 
-/// One world, a live and an expired session (minted with ttl 0, then one second passes).
-fn world_with_sessions() -> (World, String, String) {
+/// One world and a live session on it, granted the echo skill.
+fn world_with_a_session() -> (World, String) {
     let world = World::with_echo();
     let live = world.mint("ep1", &["world.apply=world:10"], 3600);
+    (world, live)
+}
+
+/// One world, a live and an expired session (minted with ttl 0, then one second passes).
+fn world_with_sessions() -> (World, String, String) {
+    let (world, live) = world_with_a_session();
     let expired = world.mint("ep2", &["world.apply=world:10"], 0);
     std::thread::sleep(Duration::from_millis(1100));
     (world, live, expired)
@@ -96,8 +102,7 @@ async fn every_authentication_row_is_answered_as_the_seed_says() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_card_lists_exactly_the_skills_the_session_can_see() {
-    let world = World::with_echo();
-    let granted = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let (world, granted) = world_with_a_session();
     let ungranted = world.mint("ep1", &["world.apply=elsewhere:10"], 3600);
     let client = http();
     // The seed's card at agent.json; A2A 1.0's (with 0.3's url) at agent-card.json, whose
@@ -133,8 +138,7 @@ async fn the_card_lists_exactly_the_skills_the_session_can_see() {
 /// runs them, still answers a revoked session with the seed's rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_session_is_unknown_on_the_next_request() {
-    let world = World::with_echo();
-    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let (world, token) = world_with_a_session();
     let authorization = Some(format!("Bearer {token}"));
     let client = http();
     let mcp_call = || {
@@ -179,8 +183,7 @@ async fn a_revoked_session_is_unknown_on_the_next_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn v1_routes_answer_with_their_documented_statuses_and_messages() {
-    let world = World::with_echo();
-    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
+    let (world, token) = world_with_a_session();
     let auth = Some(format!("Bearer {token}"));
     let client = http();
     let get = |path: &str| client.get(world.url(path));

@@ -10,7 +10,7 @@ use world_core::store::{OpenMode, Store, StoreLocation};
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_client::InvocationClient;
 use world_tests::{
-    Setup, World, a2a_invoke, a2a_post, bin, faults_core, fixture, http, scripted_write_args, tasks_send,
+    PostgresStore, Setup, World, a2a_invoke, a2a_post, bin, faults_core, fixture, http, scripted_write_args, tasks_send,
 };
 
 const TRANSITIONS: usize = 5;
@@ -89,20 +89,13 @@ async fn invoke(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_cores_on_postgres_serialise_one_episodes_effects() {
-    let url = world_tests::fresh_postgres_store().await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let artifacts = dir.path().join("artifacts");
+    let PostgresStore { url, dir, artifacts } = PostgresStore::fresh().await;
     let store = PathBuf::from(&url);
     let root = workspace();
     std::fs::write(root.join("ep1/hello.txt"), "hello").expect("sample");
-    let serve = world_tests::serve_args(&bin("ailang"), Some(&artifacts));
+    let effects = fixture("effects/transitions.json");
+    let serve = world_tests::bootstrap_store(&store, dir.path(), &effects, TRANSITIONS, Some(&artifacts));
     let mut serve: Vec<&str> = serve.iter().map(String::as_str).collect();
-    let (bootstrap, _) = world_tests::start_core(&store, dir.path(), &serve);
-    assert!(bootstrap.terminate().success());
-    world_tests::publish_with(&store, &fixture("effects/transitions.json"), TRANSITIONS, Some(&artifacts));
-    let genesis =
-        std::process::Command::new(bin("world-core")).args(["genesis", "--store", &url]).output().expect("genesis");
-    assert!(genesis.status.success(), "{}", String::from_utf8_lossy(&genesis.stderr));
     let root_arg = root.display().to_string();
     serve.extend(["--workspace-root", root_arg.as_str(), "--max-subprocesses", "32"]);
     let logs_b = dir.path().join("b");

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_client::InvocationClient;
 use world_tests::{
-    Answer, World, a2a_invoke, a2a_post, bin, faults_core, fixture, http, json_rpc, scripted_write_args, tasks_send,
+    Answer, PostgresStore, World, a2a_invoke, a2a_post, bin, faults_core, fixture, http, json_rpc, scripted_write_args,
+    tasks_send,
 };
 
 /// One `tools/call` of `tools_decho` on `n`; a result that is not that echo is broken.
@@ -49,9 +50,7 @@ async fn invocations(metrics: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edge_keeps_serving_while_one_of_two_cores_dies_and_returns() {
-    let url = world_tests::fresh_postgres_store().await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let artifacts = dir.path().join("artifacts");
+    let PostgresStore { url, dir, artifacts } = PostgresStore::fresh().await;
     let store = PathBuf::from(&url);
     let a_metrics = world_tests::free_listen_address();
     let mut a = World::echo_core_on(dir, store.clone(), Some(&artifacts), &["--metrics-listen", &a_metrics], &[]);
@@ -160,20 +159,13 @@ fn worktrees(root: &Path, episodes: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_cores_task_ids_resolve_on_the_other_and_its_recovery_names_only_its_own_intents() {
-    let url = world_tests::fresh_postgres_store().await;
-    let dir = tempfile::tempdir().expect("temp dir");
+    let PostgresStore { url, dir, artifacts } = PostgresStore::fresh().await;
     let store = PathBuf::from(&url);
-    let artifacts = dir.path().join("artifacts");
     let root = dir.path().join("ws");
     worktrees(&root, &["ep1", "ep2", "ep3"]);
-    let serve = world_tests::serve_args(&bin("ailang"), Some(&artifacts));
+    let serve =
+        world_tests::bootstrap_store(&store, dir.path(), &fixture("effects/transitions.json"), 5, Some(&artifacts));
     let serve: Vec<&str> = serve.iter().map(String::as_str).collect();
-    let (bootstrap, _) = world_tests::start_core(&store, dir.path(), &serve);
-    assert!(bootstrap.terminate().success());
-    world_tests::publish_with(&store, &fixture("effects/transitions.json"), 5, Some(&artifacts));
-    let genesis =
-        std::process::Command::new(bin("world-core")).args(["genesis", "--store", &url]).output().expect("genesis");
-    assert!(genesis.status.success(), "{}", String::from_utf8_lossy(&genesis.stderr));
     let root_arg = root.display().to_string();
     let serve: Vec<&str> = serve.iter().copied().chain(["--workspace-root", root_arg.as_str()]).collect();
 

@@ -7,7 +7,7 @@ use world_core::store::{OpenMode, Store, StoreLocation};
 use world_model::HashRef;
 use world_proto::v1 as pb;
 use world_proto::v1::invocation_client::InvocationClient;
-use world_tests::{World, a2a_invoke, authorized};
+use world_tests::{PostgresStore, World, a2a_invoke, authorized};
 
 type Client = InvocationClient<tonic::transport::Channel>;
 
@@ -164,10 +164,8 @@ async fn concurrent_distinct_calls_all_commit_and_one_task_id_runs_once() {
 /// all commit, the log stays gapless and a task id still runs once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_cores_on_one_postgres_database_share_one_log() {
-    let url = world_tests::fresh_postgres_store().await;
-    let dir = tempfile::tempdir().unwrap();
-    let artifacts = dir.path().join("artifacts");
-    let first = World::echo_core_on(dir, url.clone().into(), Some(&artifacts), &["--max-subprocesses", "32"], &[]);
+    let PostgresStore { url, dir, artifacts } = PostgresStore::fresh().await;
+    let first = World::echo_core_on(dir, url.into(), Some(&artifacts), &["--max-subprocesses", "32"], &[]);
     let serve_args = world_tests::serve_args(&world_tests::bin("ailang"), Some(&artifacts));
     let mut serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
     serve_args.extend(["--max-subprocesses", "32"]);

@@ -191,8 +191,7 @@ async fn every_request_requirement_and_error_row() {
 async fn a_call_is_admitted_by_its_invocation_against_the_current_registry() {
     let mut world = World::invoke(Setup::default());
     let grants = ["world.apply=world:1000"];
-    let token = world.mint("ep1", &grants, 8);
-    let minted = Instant::now();
+    let (token, expiry) = world.mint_expiring("ep1", &grants, 8);
     let url = world.edge_url.clone();
     let url = url.as_str();
     let echo = call(3, "tools_decho", json!({"n":1}));
@@ -221,7 +220,7 @@ async fn a_call_is_admitted_by_its_invocation_against_the_current_registry() {
     // The session ends. (A session minted already at its end, which this edge never saw, is the
     // comparison.)
     let expired = world.mint("ep4", &grants, 0);
-    tokio::time::sleep((minted + Duration::from_secs(9)).saturating_duration_since(Instant::now())).await;
+    expiry.pass().await;
     let ended = post(url, &token, call(5, "tests_dnamed", json!({}))).await;
     let never_seen = post(url, &expired, call(5, "tests_dnamed", json!({}))).await;
     assert_answer(&ended, never_seen.status.as_u16(), &never_seen.content_type, &never_seen.body, "an ended session");

@@ -9,8 +9,7 @@ use world_tests::{bin, run_attended};
 fn new_store() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("world.db");
-    let output = Command::new(bin("world-core")).args(["genesis", "--store"]).arg(&store).output().unwrap();
-    assert!(output.status.success(), "genesis: {}", String::from_utf8_lossy(&output.stderr));
+    world_tests::commit_genesis(&store);
     (dir, store)
 }
 
