@@ -8,6 +8,7 @@
 //! share one store.
 
 mod batch;
+mod checkpoint;
 mod commit;
 mod direct;
 mod effects;
@@ -61,9 +62,12 @@ const REGISTRY_PREFIX: &str = "registry:";
 /// Every SQLite connection's settings. WAL lets readers run beside the one writer; a writer
 /// waits (bounded) for another process's transaction. Statement journals stay in memory: a
 /// commit batch's multi-row inserts journal every page they touch again, which on a file
-/// cost a temporary file's writes, opening and closing per batch.
+/// cost a temporary file's writes, opening and closing per batch. The log is checkpointed
+/// by a thread of its own (`checkpoint`); a connection checkpoints it after its commit only
+/// once it is 64 MiB (16,384 frames of 4 KiB), the writer's own limit.
 const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
-                              PRAGMA busy_timeout = 15000; PRAGMA temp_store = MEMORY;";
+                              PRAGMA busy_timeout = 15000; PRAGMA temp_store = MEMORY; \
+                              PRAGMA wal_autocheckpoint = 16384;";
 /// Key of the PostgreSQL advisory lock that serialises writers.
 const PG_WRITE_LOCK: i64 = 0x776f_726c_6400;
 
@@ -199,8 +203,9 @@ impl Store {
     }
 
     pub async fn close(&self) {
-        if let Some(direct) = &self.direct {
-            direct.close();
+        if let Some(checkpointer) = self.direct.as_ref().and_then(|direct| direct.close()) {
+            // It ends once a checkpoint it is running ends.
+            let _ = tokio::task::spawn_blocking(move || checkpointer.join()).await;
         }
         self.pool.close().await;
     }
