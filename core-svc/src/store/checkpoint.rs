@@ -190,8 +190,7 @@ impl Checkpointer {
         let mut thread = lock(&self.thread);
         if thread.is_none() {
             let (path, shared) = (self.path.clone(), Arc::clone(&self.shared));
-            let spawned =
-                std::thread::Builder::new().name("world-checkpoint".into()).spawn(move || run(&path, &shared));
+            let spawned = std::thread::Builder::new().name("world-checkpt".into()).spawn(move || run(&path, &shared));
             match spawned {
                 Ok(handle) => *thread = Some(handle),
                 // The writer checkpoints itself past `WRITER_BYTES`.
