@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::checkpoint::Checkpointer;
 use super::{SQLITE_PRAGMAS, StoreError};
 
 /// Idle read connections kept for reuse; more are opened when needed and closed after.
@@ -35,6 +36,8 @@ pub(super) struct Direct {
     /// Used only under the writer turn, and by nothing else, so its page cache stays valid
     /// from one batch to the next.
     writer: Mutex<Option<Writer>>,
+    /// Checkpoints the log the writer's commits leave (`checkpoint`).
+    checkpointer: Checkpointer,
 }
 
 /// The writer connection and how its page cache is sized.
@@ -75,17 +78,12 @@ impl Writer {
 
 impl Direct {
     pub(super) fn new(path: &Path) -> Self {
-        Self { path: path.to_owned(), readers: Mutex::default(), writer: Mutex::default() }
-    }
-
-    fn open(&self) -> Result<Connection, StoreError> {
-        // The store exists by now: the pool created and migrated it.
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&self.path, flags)?;
-        conn.execute_batch(SQLITE_PRAGMAS)?;
-        // A batch's statements differ with its size; keep the usual sizes' statements prepared.
-        conn.set_prepared_statement_cache_capacity(64);
-        Ok(conn)
+        Self {
+            path: path.to_owned(),
+            readers: Mutex::default(),
+            writer: Mutex::default(),
+            checkpointer: Checkpointer::new(path),
+        }
     }
 
     /// Runs `read` on an idle connection (or a new one). A connection whose read failed is
@@ -94,7 +92,7 @@ impl Direct {
         let idle = lock(&self.readers).pop();
         let conn = match idle {
             Some(conn) => conn,
-            None => self.open()?,
+            None => connect(&self.path)?,
         };
         let result = read(&conn)?;
         let mut readers = lock(&self.readers);
@@ -109,18 +107,33 @@ impl Direct {
         let taken = lock(&self.writer).take();
         let mut writer = match taken {
             Some(writer) => writer,
-            None => Writer { conn: self.open()?, large_cache: false, transactions: 0 },
+            None => {
+                let conn = connect(&self.path)?;
+                self.checkpointer.prepare_writer(&conn)?;
+                Writer { conn, large_cache: false, transactions: 0 }
+            }
         };
         writer.size_cache()?;
         writer.conn.execute_batch("BEGIN IMMEDIATE")?;
         Ok(DirectTx { writer: Some(writer), home: self })
     }
 
-    /// Closes every idle connection.
-    pub(super) fn close(&self) {
+    /// Closes every idle connection and stops the checkpoint thread; the handle joins it.
+    pub(super) fn close(&self) -> Option<std::thread::JoinHandle<()>> {
         lock(&self.readers).clear();
         lock(&self.writer).take();
+        self.checkpointer.stop()
     }
+}
+
+/// A connection to the store at `path`, which exists by now: the pool created and migrated it.
+pub(super) fn connect(path: &Path) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.execute_batch(SQLITE_PRAGMAS)?;
+    // A batch's statements differ with its size; keep the usual sizes' statements prepared.
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
 }
 
 /// A write transaction on the writer connection; dropped without [`DirectTx::commit`] it
@@ -140,6 +153,7 @@ impl DirectTx<'_> {
         // A COMMIT that failed leaves the transaction open: the connection is dropped, which
         // rolls it back.
         writer.conn.execute_batch("COMMIT")?;
+        self.home.checkpointer.committed(&writer.conn);
         *lock(&self.home.writer) = Some(writer);
         Ok(())
     }
@@ -157,4 +171,17 @@ impl Drop for DirectTx<'_> {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+impl Direct {
+    pub(super) fn checkpointer(&self) -> &Checkpointer {
+        &self.checkpointer
+    }
+
+    /// Runs `read` on the writer connection between two transactions.
+    pub(super) fn writer_conn<R>(&self, read: impl FnOnce(&Connection) -> rusqlite::Result<R>) -> rusqlite::Result<R> {
+        let writer = lock(&self.writer);
+        read(&writer.as_ref().expect("the writer connection is open").conn)
+    }
 }
