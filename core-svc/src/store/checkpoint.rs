@@ -448,9 +448,8 @@ mod tests {
 
     #[test]
     fn the_pool_checkpoints_only_past_the_writers_limit() {
-        // In frames of the smaller page size a store has (2 KiB for new stores, 4 KiB for
-        // older ones).
-        let setting = format!("PRAGMA wal_autocheckpoint = {};", WRITER_BYTES / 2048);
+        // In frames of SQLite's default page size, which every store has.
+        let setting = format!("PRAGMA wal_autocheckpoint = {};", WRITER_BYTES / 4096);
         assert!(crate::store::SQLITE_PRAGMAS.contains(&setting), "{}", crate::store::SQLITE_PRAGMAS);
     }
 

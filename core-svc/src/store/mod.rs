@@ -59,20 +59,15 @@ pub use watch::{StoreFiles, StoreGone, WATCH_INTERVAL};
 const SELECTED_WORLD_HEAD: &str = "selected_world_head";
 /// Registry heads share the `heads` table under this prefix.
 const REGISTRY_PREFIX: &str = "registry:";
-/// Every SQLite connection's settings. A new store's pages are 2 KiB rather than SQLite's
-/// 4 KiB: every commit inserts into each index keyed by a content hash at a random place, and
-/// each page it dirties is written whole to the log, copied back and fsynced, so smaller pages
-/// halve those bytes; the setting must come before the journal mode, which writes the file's
-/// first page, and a store that has its first page keeps its page size. WAL lets readers run
-/// beside the one writer; a writer waits (bounded) for another process's transaction.
-/// Statement journals stay in memory: a commit batch's multi-row inserts journal every page
-/// they touch again, which on a file cost a temporary file's writes, opening and closing per
-/// batch. The log is checkpointed by a thread of its own (`checkpoint`); a connection
-/// checkpoints it after its commit only once it holds 32,768 frames, at least the writer's own
-/// limit (64 MiB) at either page size.
-const SQLITE_PRAGMAS: &str = "PRAGMA page_size = 2048; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
-                              PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 15000; PRAGMA temp_store = MEMORY; \
-                              PRAGMA wal_autocheckpoint = 32768;";
+/// Every SQLite connection's settings. WAL lets readers run beside the one writer; a writer
+/// waits (bounded) for another process's transaction. Statement journals stay in memory: a
+/// commit batch's multi-row inserts journal every page they touch again, which on a file
+/// cost a temporary file's writes, opening and closing per batch. The log is checkpointed
+/// by a thread of its own (`checkpoint`); a connection checkpoints it after its commit only
+/// once it is 64 MiB (16,384 frames of 4 KiB), the writer's own limit.
+const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
+                              PRAGMA busy_timeout = 15000; PRAGMA temp_store = MEMORY; \
+                              PRAGMA wal_autocheckpoint = 16384;";
 /// Key of the PostgreSQL advisory lock that serialises writers.
 const PG_WRITE_LOCK: i64 = 0x776f_726c_6400;
 
@@ -239,37 +234,5 @@ impl Store {
     /// This process's turn to write; single-statement writes take it too.
     async fn writer_turn(&self) -> OwnedMutexGuard<()> {
         Arc::clone(&self.writers).lock_owned().await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn page_size(path: &std::path::Path) -> i64 {
-        let conn = rusqlite::Connection::open(path).expect("connect");
-        conn.query_row("PRAGMA page_size", [], |row| row.get(0)).expect("page size")
-    }
-
-    #[tokio::test]
-    async fn a_new_store_has_2_kib_pages_and_an_older_one_keeps_its_own() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let new = dir.path().join("new.db");
-        Store::open(&StoreLocation::Sqlite(new.clone()), OpenMode::CreateIfMissing)
-            .await
-            .expect("create")
-            .close()
-            .await;
-        assert_eq!(page_size(&new), 2048);
-
-        // A file an older version created: its first page written with SQLite's default size.
-        let older = dir.path().join("older.db");
-        let conn = rusqlite::Connection::open(&older).expect("create");
-        conn.execute_batch("PRAGMA journal_mode = WAL").expect("first page");
-        drop(conn);
-        let store = Store::open(&StoreLocation::Sqlite(older.clone()), OpenMode::MustExist).await.expect("open");
-        crate::genesis::commit_genesis(&store, 1_700_000_000).await.expect("genesis");
-        store.close().await;
-        assert_eq!(page_size(&older), 4096);
     }
 }
