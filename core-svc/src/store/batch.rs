@@ -34,7 +34,14 @@ type CommitAnswer = Result<(Committed, Commit), StoreError>;
 /// The intent's ordinal and object, once durable.
 type IntentAnswer = Result<(i64, StoredObject), StoreError>;
 
-pub(super) type Pending = Arc<Mutex<VecDeque<Queued>>>;
+pub(super) type Pending = Arc<Mutex<Queue>>;
+
+/// What waits for the writer turn, and whether a task already waits for the turn to write it.
+#[derive(Default)]
+pub(super) struct Queue {
+    items: VecDeque<Queued>,
+    waiter: bool,
+}
 
 /// At most this many commits and intents share one transaction, so one turn stays short.
 const MAX_BATCH: usize = 64;
@@ -94,18 +101,35 @@ impl Store {
 
     /// Queues `work` for the writer turn.
     fn enqueue(&self, work: Queued) {
-        lock(&self.pending).push_back(work);
-        // Every queued item brings a turn at the write lock and every turn writes what is
-        // pending, so an item is in the first batch after it was queued.
+        let mut queue = lock(&self.pending);
+        queue.items.push_back(work);
+        // One task at a time waits for the turn and writes what is pending when it gets it, so
+        // an item is in the first batch after it was queued, and the turn's line holds one
+        // writer of batches, not one per item (which would queue claims and leases behind
+        // tasks with nothing left to write).
+        if !std::mem::replace(&mut queue.waiter, true) {
+            drop(queue);
+            self.wait_for_turn();
+        }
+    }
+
+    fn wait_for_turn(&self) {
         committer().spawn({
             let store = self.clone();
             async move {
                 let turn = store.writer_turn().await;
-                let batch: Vec<Queued> = {
-                    let mut pending = lock(&store.pending);
-                    let n = pending.len().min(MAX_BATCH);
-                    pending.drain(..n).collect()
+                let (batch, more) = {
+                    let mut queue = lock(&store.pending);
+                    let n = queue.items.len().min(MAX_BATCH);
+                    let batch: Vec<Queued> = queue.items.drain(..n).collect();
+                    // Items queued from here on bring a waiter of their own; items left over
+                    // past the batch's limit get the next one now.
+                    queue.waiter = !queue.items.is_empty();
+                    (batch, queue.waiter)
                 };
+                if more {
+                    store.wait_for_turn();
+                }
                 if !batch.is_empty() {
                     store.write_batch(turn, batch).await;
                 }
