@@ -11,7 +11,7 @@ use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustix::fs::{AtFlags, Mode, OFlags, unlinkat};
 use sha2::{Digest, Sha256};
@@ -30,6 +30,10 @@ pub const SOURCE_PATH: &str = "host/capsule/main.ail";
 pub const ARGS_FILE: &str = "args.json";
 /// The interpreter's arguments for one capsule run, relative to the root.
 pub const ARGV: [&str; 9] = ["run", "--quiet", "--caps", "", "--entry", "main", "--args-file", ARGS_FILE, SOURCE_PATH];
+
+/// The longest run whose source the fork server is asked to keep checked: checking it again
+/// takes the server no longer than that, and it forks no run meanwhile.
+const PREPARE_WITHIN: Duration = Duration::from_millis(50);
 
 /// The capsule's three environment variables for a root at `root`.
 pub fn environment(root: &Path) -> [(&'static str, PathBuf); 3] {
@@ -273,8 +277,16 @@ impl Capsule {
         };
         let finished = match server {
             Some(server) => {
+                let started = Instant::now();
                 let run = server.run(&ARGV, &environment, root.root.as_fd(), slot, timeout, CAPTURED_OUTPUT);
-                run.instrument(span.clone()).await?
+                let finished = run.instrument(span.clone()).await?;
+                // The run loaded and checked the source, quickly: the server, which forks
+                // every run one at a time, may do the same once to keep it checked. The
+                // capsule's environment relaxes module paths.
+                if finished.success() && started.elapsed() <= PREPARE_WITHIN {
+                    server.prepare(SOURCE_PATH, true, source).await;
+                }
+                finished
             }
             None => {
                 let spawn = environment

@@ -13,7 +13,7 @@
 //! Forked runs share the server's address layout: acceptable for a memory-safe interpreter
 //! that runs no native code from a transition.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -30,7 +30,11 @@ use tokio::sync::oneshot;
 use crate::subprocess::{self, Child, Finished, RunError, Running, Slot, Spawn};
 
 /// The mode's version this core speaks.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The largest message the server receives.
+const MAX_REQUEST: usize = 64 * 1024;
+/// How many prepared programs the server keeps (its `prepared::CAPACITY`).
+const PREPARED: usize = 16;
 /// How long a started interpreter has to announce the mode.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest message the server sends.
@@ -109,6 +113,9 @@ struct Shared {
     next_id: AtomicU64,
     /// Set once the server's end is gone: nothing more will be reported.
     closed: AtomicBool,
+    /// The programs the server was asked to keep checked, oldest first, by a hash of the
+    /// message that asked: it keeps as many, and forgets the oldest first too.
+    prepared: Mutex<VecDeque<u64>>,
 }
 
 struct Waiting {
@@ -144,6 +151,7 @@ impl ForkServer {
             runs: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
+            prepared: Mutex::new(VecDeque::with_capacity(PREPARED)),
         });
         tokio::spawn(dispatch_replies(Arc::clone(&shared)));
         Ok(ForkServer { pid, shared, _process: process })
@@ -192,6 +200,39 @@ impl ForkServer {
             // Reported with the run's whole deadline, as a spawned run's is.
             Err(RunError::Timeout(_)) => Err(RunError::Timeout(timeout)),
             outcome => outcome,
+        }
+    }
+}
+
+impl ForkServer {
+    /// Asks the server to keep `source` loaded and checked as `file` (module paths relaxed
+    /// when `relax`), so that later runs of it start evaluating at once. Only for a source
+    /// a run has just loaded and checked successfully, with that file name and rule: that
+    /// run's limits are what bound the server's work (the mode's `P` message). Asked once per
+    /// program while the server keeps it; a source too large for one message is not kept.
+    pub async fn prepare(&self, file: &str, relax: bool, source: &[u8]) {
+        let message = [&[b'P', u8::from(relax)][..], file.as_bytes(), &[0], source].concat();
+        if message.len() > MAX_REQUEST {
+            return;
+        }
+        let key = {
+            let mut hasher = std::hash::DefaultHasher::new();
+            std::hash::Hash::hash(&message, &mut hasher);
+            std::hash::Hasher::finish(&hasher)
+        };
+        {
+            let mut prepared = self.shared.prepared.lock().unwrap_or_else(|p| p.into_inner());
+            if prepared.contains(&key) {
+                return;
+            }
+            if prepared.len() == PREPARED {
+                prepared.pop_front();
+            }
+            prepared.push_back(key);
+        }
+        if let Err(error) = send(&self.shared.socket, &message, &[]).await {
+            tracing::debug!(%error, "the interpreter's fork server was not asked to keep a program");
+            self.shared.prepared.lock().unwrap_or_else(|p| p.into_inner()).retain(|k| *k != key);
         }
     }
 }

@@ -201,22 +201,25 @@ pub(crate) async fn supervise<R: Running>(
     }
 }
 
+/// The least room a read of a run's output gets.
+const READ_CHUNK: usize = 4096;
+
 /// Reads a stream to its end; past `cap` it kills the process group (so the
 /// other stream ends too) and returns `None`.
 async fn read_capped<R: AsyncRead + Unpin>(stream: Option<R>, cap: usize, kill: &impl Fn()) -> Option<Vec<u8>> {
     let Some(mut stream) = stream else { return Some(Vec::new()) };
+    // Read straight into the buffer's spare room: a chunk array would sit, zeroed, in every
+    // run's future, which is moved and boxed whole.
     let mut buffer = Vec::new();
-    let mut chunk = [0u8; 16 * 1024];
     loop {
-        match stream.read(&mut chunk).await {
+        buffer.reserve(READ_CHUNK);
+        match stream.read_buf(&mut buffer).await {
             Ok(0) | Err(_) => return Some(buffer),
-            Ok(n) => {
-                if buffer.len() + n > cap {
-                    kill();
-                    return None;
-                }
-                buffer.extend_from_slice(&chunk[..n]);
+            Ok(_) if buffer.len() > cap => {
+                kill();
+                return None;
             }
+            Ok(_) => {}
         }
     }
 }

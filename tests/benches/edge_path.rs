@@ -78,8 +78,8 @@ struct Row {
     result: String,
     target: String,
     met: Option<bool>,
-    /// The CPU the core and the edge spent per answer, in µs, where the row measured it.
-    cpu: Option<(f64, f64)>,
+    /// The CPU spent per answer, where the row measured it.
+    cpu: Option<Cpu>,
     detail: String,
 }
 
@@ -110,7 +110,7 @@ impl Report {
 
     fn table(&self) -> String {
         let mut table = String::from(
-            "| measure | runtime | result | target | | CPU per answer: core, edge |\n| --- | --- | --- | --- | --- | --- |\n",
+            "| measure | runtime | result | target | | CPU per answer: core + its interpreter runs, edge |\n| --- | --- | --- | --- | --- | --- |\n",
         );
         for row in &self.rows {
             let met = match row.met {
@@ -118,7 +118,7 @@ impl Report {
                 Some(false) => "**missed**",
                 None => "",
             };
-            let cpu = row.cpu.map(|(core, edge)| format!("{core:.0} µs, {edge:.0} µs")).unwrap_or_default();
+            let cpu = row.cpu.as_ref().map(Cpu::to_string).unwrap_or_default();
             table.push_str(&format!(
                 "| {} | {} | {} | {} | {met} | {cpu} |\n",
                 row.measure, row.runtime, row.result, row.target
@@ -166,14 +166,55 @@ where
     }
 }
 
-/// User and system CPU time a process has used so far, in microseconds.
-fn cpu_micros(pid: i32) -> f64 {
+/// CPU time a process has used so far, in microseconds: its own (user and system), and
+/// that of its children it has reaped.
+fn cpu_micros(pid: i32) -> (f64, f64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    // Fields after the parenthesised command name; utime, stime, cutime and cstime are the
+    // 12th to the 15th.
     let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
     let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    (ticks(11) + ticks(12)) * 1e6 / per_second
+    ((ticks(11) + ticks(12)) * 1e6 / per_second, (ticks(13) + ticks(14)) * 1e6 / per_second)
+}
+
+/// The live children of a process (the core's fork server, say).
+fn children(pid: i32) -> Vec<i32> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten();
+    tasks
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| list.split_whitespace().filter_map(|child| child.parse().ok()).collect::<Vec<_>>())
+        .collect()
+}
+
+/// CPU time so far, in µs: the core's own; its interpreter runs' (spawned runs it reaped,
+/// and its fork server with the runs that reaped); the edge's.
+#[derive(Clone, Copy, Default)]
+struct Cpu {
+    core: f64,
+    runs: f64,
+    edge: f64,
+}
+
+impl Cpu {
+    fn since(self, before: Cpu) -> Cpu {
+        Cpu { core: self.core - before.core, runs: self.runs - before.runs, edge: self.edge - before.edge }
+    }
+
+    fn add(self, more: Cpu) -> Cpu {
+        Cpu { core: self.core + more.core, runs: self.runs + more.runs, edge: self.edge + more.edge }
+    }
+
+    fn per(self, answers: u64) -> Cpu {
+        let n = answers.max(1) as f64;
+        Cpu { core: self.core / n, runs: self.runs / n, edge: self.edge / n }
+    }
+}
+
+impl std::fmt::Display for Cpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.0} µs + {:.0} µs, {:.0} µs", self.core, self.runs, self.edge)
+    }
 }
 
 /// The served processes whose CPU time a measured loop is charged with.
@@ -187,8 +228,10 @@ impl Processes {
         Processes { core: world.core.pid(), edge: world.edge.as_ref().expect("an edge").pid() }
     }
 
-    fn cpu(&self) -> (f64, f64) {
-        (cpu_micros(self.core), cpu_micros(self.edge))
+    fn cpu(&self) -> Cpu {
+        let (core, reaped) = cpu_micros(self.core);
+        let forked: f64 = children(self.core).into_iter().map(cpu_micros).map(|(own, runs)| own + runs).sum();
+        Cpu { core, runs: reaped + forked, edge: cpu_micros(self.edge).0 }
     }
 }
 
@@ -197,8 +240,8 @@ struct Compared {
     ratio: f64,
     detail: String,
     failures: u64,
-    /// Core and edge CPU per subject answer, in µs.
-    cpu: (f64, f64),
+    /// CPU per subject answer.
+    cpu: Cpu,
 }
 
 /// Runs `baseline` and `subject` in turns, [`ROUNDS`] each.
@@ -210,15 +253,13 @@ where
     SF: std::future::Future<Output = Run>,
 {
     let mut ratios = Vec::with_capacity(ROUNDS);
-    let (mut answers, mut failures, mut core_cpu, mut edge_cpu) = (0, 0, 0.0, 0.0);
+    let (mut answers, mut failures, mut cpu) = (0, 0, Cpu::default());
     let (mut subject_rate, mut baseline_rate) = (0.0, 0.0);
     for _ in 0..ROUNDS {
         let base = baseline().await;
-        let (core, edge) = processes.cpu();
+        let before = processes.cpu();
         let run = subject().await;
-        let (core_after, edge_after) = processes.cpu();
-        core_cpu += core_after - core;
-        edge_cpu += edge_after - edge;
+        cpu = cpu.add(processes.cpu().since(before));
         answers += run.ok;
         failures += run.failed + base.failed;
         subject_rate += run.rate() / ROUNDS as f64;
@@ -227,16 +268,13 @@ where
     }
     let rounds: Vec<String> = ratios.iter().map(|ratio| format!("{ratio:.2}")).collect();
     ratios.sort_by(f64::total_cmp);
-    let per_answer = |cpu: f64| cpu / answers.max(1) as f64;
-    let cpu = (per_answer(core_cpu), per_answer(edge_cpu));
+    let cpu = cpu.per(answers);
     Compared {
         ratio: ratios[ROUNDS / 2],
         detail: format!(
             "{subject_rate:.0}/s vs {versus} {baseline_rate:.0}/s; rounds {}; failures {failures}; CPU per answer: core \
-             {:.0} µs, edge {:.0} µs",
+             + its runs, edge {cpu}",
             rounds.join(" "),
-            cpu.0,
-            cpu.1
         ),
         failures,
         cpu,
@@ -499,10 +537,9 @@ async fn effectful(
     let compared = compare("spawn loop", &processes, || spawn_loop(echo.path()), call).await;
     report.add(ratio_row(subject.measure, &runtime.label(), compared, subject.target));
     if let Some((measure, ceiling)) = subject.p50 {
-        let (core, edge) = processes.cpu();
+        let before = processes.cpu();
         let (p50, p99) = latency(client, &world, &tokens[0], body).await;
-        let (core_after, edge_after) = processes.cpu();
-        let per_call = |before: f64, after: f64| (after - before) / LATENCY_CALLS as f64;
+        let cpu = processes.cpu().since(before).per(LATENCY_CALLS as u64);
         let ms = p50.as_secs_f64() * 1e3;
         report.add(Row {
             measure: measure.to_owned(),
@@ -510,7 +547,7 @@ async fn effectful(
             result: format!("{ms:.2} ms"),
             target: format!("≤ {ceiling} ms"),
             met: Some(ms <= ceiling),
-            cpu: Some((per_call(core, core_after), per_call(edge, edge_after))),
+            cpu: Some(cpu),
             detail: format!("p99 {:.2} ms", p99.as_secs_f64() * 1e3),
         });
     }

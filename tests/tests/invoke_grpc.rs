@@ -375,3 +375,19 @@ async fn a_killed_fork_server_is_started_again() {
     let second = server().expect("a fork server was started again");
     assert_ne!(first, second);
 }
+
+/// After a run, the fork server keeps the program checked (`P`); the runs forked after it
+/// start from that program and answer exactly as the first, checked one did, each from its
+/// own input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_of_a_program_the_fork_server_keeps_answer_as_the_first() {
+    let world =
+        World::invoke(world_tests::Setup { core_args: &["--interpreter-runs", "forked"], ..Default::default() });
+    let token = world.mint("ep1", &["world.apply=world:100"], 3600);
+    let mut client = client(&world).await;
+    for n in 0..12 {
+        let arguments = format!(r#"{{"a":{n},"s":"run {n}"}}"#);
+        let output = invoked(invoke(&mut client, &token, &format!("kept-{n}"), &arguments).await).output;
+        assert_eq!(String::from_utf8(output).unwrap(), format!(r#"{{"echo":{arguments}}}"#), "run {n}");
+    }
+}

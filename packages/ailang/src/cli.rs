@@ -204,15 +204,23 @@ fn read_source(file: &str, io: &mut Io<'_>) -> Result<String, i32> {
 /// Load and structurally check a file, printing every error; `None` when it failed.
 /// `full` also checks test rows and contracts (`test`); `run` checks what it evaluates.
 fn load_checked(file: &str, source: &str, relax: bool, quiet: bool, full: bool, io: &mut Io<'_>) -> Option<Program> {
-    let loaded = load(source, file, LoadOptions { relax_modules: relax });
+    // A run forked from the fork server may find its program checked already.
+    let prepared = if full { None } else { crate::prepared::take(file, source, relax) };
+    let (program, warnings, errors) = match prepared {
+        Some((program, warnings)) => (Some(program), warnings, Vec::new()),
+        None => {
+            let loaded = load(source, file, LoadOptions { relax_modules: relax });
+            let mut errors = loaded.errors;
+            if let Some(program) = &loaded.program {
+                errors.extend(check_module(program, file, Options { full }).errors);
+            }
+            (loaded.program, loaded.warnings, errors)
+        }
+    };
     if !quiet {
-        for w in &loaded.warnings {
+        for w in &warnings {
             let _ = writeln!(io.err, "Warning: {w}");
         }
-    }
-    let mut errors = loaded.errors;
-    if let Some(program) = &loaded.program {
-        errors.extend(check_module(program, file, Options { full }).errors);
     }
     if !errors.is_empty() {
         for e in &errors {
@@ -220,7 +228,7 @@ fn load_checked(file: &str, source: &str, relax: bool, quiet: bool, full: bool, 
         }
         return None;
     }
-    loaded.program
+    program
 }
 
 fn interp_for(program: &Program, max_depth: usize, caps: HashSet<String>) -> Interp {
@@ -302,6 +310,7 @@ fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
     let Some(program) = load_checked(&file, &source, relax, quiet, false, io) else {
         return 1;
     };
+    let mut program = Held::new(program, io.exiting);
     let entry = match select_entry(&program, &entry_name) {
         Ok(Selected::Named(f)) => f,
         Ok(Selected::Auto(f)) => {
@@ -334,7 +343,10 @@ fn run_command(args: &[String], io: &mut Io<'_>) -> i32 {
             return 1;
         }
     };
-    let mut interp = interp_for(&program, max_depth, caps);
+    // The run evaluates once, so its globals move instead of being copied: a copy would
+    // write to every value's count, and so copy each page a forked run shares with its server.
+    let globals = std::mem::take(&mut program.globals);
+    let mut interp = Held::new(Interp::new(globals, max_depth, caps), io.exiting);
     let result = match interp.bind_top_lets(&program.module).and_then(|()| interp.call_decl(&entry, vec![arg])) {
         Ok(v) => v,
         Err(e) => {
@@ -494,11 +506,46 @@ fn check_one(file: &str, relax: bool, exiting: bool) -> Report {
         report.errors.extend(checked.errors);
         report.warnings.extend(checked.warnings);
     }
-    if exiting {
-        // Freeing the tree costs about a tenth of a short check; the exit frees it at once.
-        std::mem::forget(loaded.program);
-    }
+    // Freeing the tree costs about a tenth of a short check.
+    drop(Held::new(loaded.program, exiting));
     report
+}
+
+/// Holds what a command built until the command returns. In a process that exits right
+/// after (`Io::exiting`) it is left for the exit, which reclaims it at once, instead of
+/// being freed node by node; a run forked from the fork server would first copy every page
+/// of its checked program that it shares with the server just to free it.
+struct Held<T> {
+    value: std::mem::ManuallyDrop<T>,
+    leave: bool,
+}
+
+impl<T> Held<T> {
+    fn new(value: T, leave: bool) -> Held<T> {
+        Held { value: std::mem::ManuallyDrop::new(value), leave }
+    }
+}
+
+impl<T> std::ops::Deref for Held<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T> std::ops::DerefMut for Held<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+}
+
+impl<T> Drop for Held<T> {
+    fn drop(&mut self) {
+        if !self.leave {
+            // SAFETY: dropped once, here; the value is not used after.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.value) }
+        }
+    }
 }
 
 /// Every `.ail` file beneath `dir`, sorted, or the file itself.

@@ -21,6 +21,13 @@
 //! * host → server: `K`, id: kill the run's process group (if it has not been reaped).
 //! * server → host: `E`, id, wait status (i32) once the run has exited, its group has been
 //!   killed (so nothing it started outlives it) and it has been reaped.
+//! * host → server (version 2): `P`, module rule (u8: 1 when module paths are relaxed), the
+//!   file name and a NUL, then the source: keep this program loaded and checked, so that a
+//!   run of exactly that source, file name and rule starts evaluating at once
+//!   ([`crate::prepared`]; the last [`crate::prepared::CAPACITY`] are kept). The server
+//!   runs no program, but this makes it parse and check one, so a host sends it only for a
+//!   source a run of its own has just loaded and checked successfully, under the run's
+//!   limits: the work is deterministic, so it is bounded by what that run was allowed.
 //!
 //! The server exits, killing what still runs, when the host closes its end.
 
@@ -29,7 +36,7 @@ use std::ffi::CString;
 use std::io::Error;
 
 /// What `H` announces.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The largest message either side sends.
 pub const MAX_MESSAGE: usize = 64 * 1024;
 
@@ -118,6 +125,7 @@ impl Server {
                         return Ok(());
                     }
                     Received::Run(request) => self.start_run(request, run)?,
+                    Received::Prepare { file, relax, source } => prepare(file, relax, source),
                     Received::Kill(id) => self.kill(id),
                     Received::Refused(id, errno) => self.reply(b'F', id, errno)?,
                     Received::Ignored => {}
@@ -181,6 +189,7 @@ impl Server {
         let truncated = header.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0;
         let request = match (message[0], id) {
             (b'K', Some(id)) if fds.is_empty() => return Ok(Received::Kill(id)),
+            (b'P', _) if fds.is_empty() && !truncated => return Ok(decode_prepare(&message[1..])),
             (b'R', Some(id)) if !truncated && fds.len() == FDS => {
                 decode_run(id, &message[9..], [fds[0], fds[1], fds[2]])
             }
@@ -297,6 +306,11 @@ impl Server {
 enum Received {
     Run(Request),
     Kill(u64),
+    Prepare {
+        file: String,
+        relax: bool,
+        source: String,
+    },
     /// A run that cannot start, with the errno to answer.
     Refused(u64, i32),
     Ignored,
@@ -307,6 +321,28 @@ fn close_all(fds: &[libc::c_int]) {
     for fd in fds {
         // SAFETY: closes descriptors received with this message, which we own.
         unsafe { libc::close(*fd) };
+    }
+}
+
+/// A `P` message after its kind; one that is not well formed is ignored, as nothing waits
+/// for its answer.
+fn decode_prepare(body: &[u8]) -> Received {
+    let Some((&rule, rest)) = body.split_first() else { return Received::Ignored };
+    let Some(end) = rest.iter().position(|b| *b == 0) else { return Received::Ignored };
+    match (rule, std::str::from_utf8(&rest[..end]), std::str::from_utf8(&rest[end + 1..])) {
+        (0 | 1, Ok(file), Ok(source)) => {
+            Received::Prepare { file: file.to_owned(), relax: rule == 1, source: source.to_owned() }
+        }
+        _ => Received::Ignored,
+    }
+}
+
+/// Loads and checks a program on a large stack, as a run would, and keeps it.
+fn prepare(file: String, relax: bool, source: String) {
+    // The program stays in this thread's table; only whether it was kept crosses back.
+    let kept = crate::stack::run_on_big_stack(move || crate::prepared::prepare(&file, &source, relax));
+    if let Err(error) = kept {
+        eprintln!("ailang fork-server: cannot set up a stack to check a program: {error}");
     }
 }
 
@@ -342,6 +378,17 @@ mod tests {
         assert_eq!(request.args, ["run", "main.ail"]);
         assert_eq!(request.env, [c"A=1", c"B=x=y"]);
         assert_eq!((request.id, request.fds), (7, [3, 4, 5]));
+    }
+
+    #[test]
+    fn a_prepare_message_names_the_rule_the_file_and_the_source() {
+        let Received::Prepare { file, relax, source } = decode_prepare(b"\x01main.ail\0module main\n") else {
+            panic!("not decoded");
+        };
+        assert_eq!((file.as_str(), relax, source.as_str()), ("main.ail", true, "module main\n"));
+        for bad in [&b""[..], b"\x01main.ail", b"\x02main.ail\0x", b"\x00main.ail\0\xff"] {
+            assert!(matches!(decode_prepare(bad), Received::Ignored), "{bad:?}");
+        }
     }
 
     #[test]

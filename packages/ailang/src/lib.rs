@@ -19,6 +19,7 @@ pub mod fork_server;
 pub mod lexer;
 pub mod loader;
 pub mod parser;
+pub mod prepared;
 pub mod stack;
 pub mod stdlib;
 pub mod types;
