@@ -15,6 +15,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsStr;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
@@ -29,8 +30,8 @@ use tokio::sync::oneshot;
 
 use crate::subprocess::{self, Child, Finished, RunError, Running, Slot, Spawn};
 
-/// The mode's version this core speaks.
-const VERSION: u32 = 2;
+/// The mode's versions this core speaks: 2 added keeping checked programs (`P`).
+const VERSIONS: [u32; 2] = [1, 2];
 /// The largest message the server receives.
 const MAX_REQUEST: usize = 64 * 1024;
 /// How many prepared programs the server keeps (its `prepared::CAPACITY`).
@@ -101,6 +102,11 @@ impl Forks {
 /// One started `ailang fork-server`.
 pub struct ForkServer {
     pid: i32,
+    /// It speaks version 2: it keeps the checked programs it is sent.
+    keeps_programs: bool,
+    /// The programs it was asked to keep, oldest first, by a hash of what was sent: it keeps
+    /// as many, and forgets the oldest first too.
+    prepared: Mutex<VecDeque<u64>>,
     shared: Arc<Shared>,
     /// Killed and reaped with its group when the server is dropped.
     _process: Child,
@@ -113,9 +119,6 @@ struct Shared {
     next_id: AtomicU64,
     /// Set once the server's end is gone: nothing more will be reported.
     closed: AtomicBool,
-    /// The programs the server was asked to keep checked, oldest first, by a hash of the
-    /// message that asked: it keeps as many, and forgets the oldest first too.
-    prepared: Mutex<VecDeque<u64>>,
 }
 
 struct Waiting {
@@ -139,22 +142,21 @@ impl ForkServer {
             tokio::spawn(log_lines(stderr));
         }
         let hello = tokio::time::timeout(PROBE_TIMEOUT, receive(&socket)).await;
-        let announced = [&[b'H'][..], &VERSION.to_le_bytes()].concat();
-        match hello {
-            Ok(Ok(Some(message))) if message == announced => {}
+        let version = match hello {
+            Ok(Ok(Some(message))) if let Some(version) = announced(&message) => version,
             Ok(Ok(_)) => return Err("it did not announce the mode".into()),
             Ok(Err(error)) => return Err(error.to_string()),
             Err(_) => return Err(format!("it announced nothing within {PROBE_TIMEOUT:?}")),
-        }
+        };
         let shared = Arc::new(Shared {
             socket,
             runs: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             closed: AtomicBool::new(false),
-            prepared: Mutex::new(VecDeque::with_capacity(PREPARED)),
         });
         tokio::spawn(dispatch_replies(Arc::clone(&shared)));
-        Ok(ForkServer { pid, shared, _process: process })
+        let prepared = Mutex::new(VecDeque::with_capacity(PREPARED));
+        Ok(ForkServer { pid, keeps_programs: version >= 2, prepared, shared, _process: process })
     }
 
     /// Runs the interpreter on `args` with exactly `env`, starting in the directory `cwd` (whose
@@ -202,26 +204,21 @@ impl ForkServer {
             outcome => outcome,
         }
     }
-}
 
-impl ForkServer {
     /// Asks the server to keep `source` loaded and checked as `file` (module paths relaxed
     /// when `relax`), so that later runs of it start evaluating at once. Only for a source
     /// a run has just loaded and checked successfully, with that file name and rule: that
     /// run's limits are what bound the server's work (the mode's `P` message). Asked once per
     /// program while the server keeps it; a source too large for one message is not kept.
     pub async fn prepare(&self, file: &str, relax: bool, source: &[u8]) {
-        let message = [&[b'P', u8::from(relax)][..], file.as_bytes(), &[0], source].concat();
-        if message.len() > MAX_REQUEST {
+        if !self.keeps_programs || 2 + file.len() + 1 + source.len() > MAX_REQUEST {
             return;
         }
-        let key = {
-            let mut hasher = std::hash::DefaultHasher::new();
-            std::hash::Hash::hash(&message, &mut hasher);
-            std::hash::Hasher::finish(&hasher)
-        };
+        let mut hasher = DefaultHasher::new();
+        (file, relax, source).hash(&mut hasher);
+        let key = hasher.finish();
         {
-            let mut prepared = self.shared.prepared.lock().unwrap_or_else(|p| p.into_inner());
+            let mut prepared = self.prepared.lock().unwrap_or_else(|p| p.into_inner());
             if prepared.contains(&key) {
                 return;
             }
@@ -230,9 +227,10 @@ impl ForkServer {
             }
             prepared.push_back(key);
         }
+        let message = [&[b'P', u8::from(relax)][..], file.as_bytes(), &[0], source].concat();
         if let Err(error) = send(&self.shared.socket, &message, &[]).await {
             tracing::debug!(%error, "the interpreter's fork server was not asked to keep a program");
-            self.shared.prepared.lock().unwrap_or_else(|p| p.into_inner()).retain(|k| *k != key);
+            self.prepared.lock().unwrap_or_else(|p| p.into_inner()).retain(|k| *k != key);
         }
     }
 }
@@ -337,6 +335,12 @@ fn encode_run(id: u64, args: &[&str], env: &[(&str, PathBuf)]) -> Vec<u8> {
     message
 }
 
+/// The version a server's hello announces, when this core speaks it.
+fn announced(hello: &[u8]) -> Option<u32> {
+    let version = u32::from_le_bytes(hello.strip_prefix(b"H")?.try_into().ok()?);
+    VERSIONS.contains(&version).then_some(version)
+}
+
 fn decode_reply(message: &[u8]) -> Option<(u8, u64, i32)> {
     let (&kind, rest) = message.split_first()?;
     let (id, rest) = rest.split_first_chunk::<8>()?;
@@ -436,6 +440,16 @@ mod tests {
     fn a_run_request_carries_the_arguments_then_the_environment() {
         let message = encode_run(5, &["run", "main.ail"], &[("A", PathBuf::from("/r"))]);
         assert_eq!(message, [&b"R"[..], &5u64.to_le_bytes(), &2u32.to_le_bytes(), b"run\0main.ail\0A=/r\0"].concat());
+    }
+
+    #[test]
+    fn a_hello_is_understood_only_in_a_version_this_core_speaks() {
+        let hello = |version: u32| [&b"H"[..], &version.to_le_bytes()].concat();
+        assert_eq!(announced(&hello(1)), Some(1));
+        assert_eq!(announced(&hello(2)), Some(2));
+        assert_eq!(announced(&hello(3)), None);
+        assert_eq!(announced(b"H\x02\0\0"), None);
+        assert_eq!(announced(&[b"S", &hello(2)[1..]].concat()), None);
     }
 
     #[test]
