@@ -15,7 +15,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsStr;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
@@ -104,13 +103,16 @@ pub struct ForkServer {
     pid: i32,
     /// It speaks version 2: it keeps the checked programs it is sent.
     keeps_programs: bool,
-    /// The programs it was asked to keep, oldest first, by a hash of what was sent: it keeps
+    /// The programs it was asked to keep (file, module rule, source), oldest first: it keeps
     /// as many, and forgets the oldest first too.
-    prepared: Mutex<VecDeque<u64>>,
+    prepared: Mutex<VecDeque<Kept>>,
     shared: Arc<Shared>,
     /// Killed and reaped with its group when the server is dropped.
     _process: Child,
 }
+
+/// A program the server was asked to keep: its file name, module rule and source.
+type Kept = (String, bool, Box<[u8]>);
 
 struct Shared {
     socket: AsyncFd<OwnedFd>,
@@ -214,23 +216,21 @@ impl ForkServer {
         if !self.keeps_programs || 2 + file.len() + 1 + source.len() > MAX_REQUEST {
             return;
         }
-        let mut hasher = DefaultHasher::new();
-        (file, relax, source).hash(&mut hasher);
-        let key = hasher.finish();
+        let same = |(f, r, s): &Kept| f == file && *r == relax && **s == *source;
         {
             let mut prepared = self.prepared.lock().unwrap_or_else(|p| p.into_inner());
-            if prepared.contains(&key) {
+            if prepared.iter().any(same) {
                 return;
             }
             if prepared.len() == PREPARED {
                 prepared.pop_front();
             }
-            prepared.push_back(key);
+            prepared.push_back((file.to_owned(), relax, source.into()));
         }
         let message = [&[b'P', u8::from(relax)][..], file.as_bytes(), &[0], source].concat();
         if let Err(error) = send(&self.shared.socket, &message, &[]).await {
             tracing::debug!(%error, "the interpreter's fork server was not asked to keep a program");
-            self.prepared.lock().unwrap_or_else(|p| p.into_inner()).retain(|k| *k != key);
+            self.prepared.lock().unwrap_or_else(|p| p.into_inner()).retain(|kept| !same(kept));
         }
     }
 }

@@ -347,22 +347,31 @@ async fn a_run_is_prepared_alike_forked_or_spawned() {
     // Spawned by the core, or forked by the core's fork server.
     let parent: i32 = status_field(pid, "PPid:").unwrap().parse().unwrap();
     let core = world.core.pid();
-    let forked = std::fs::read(format!("/proc/{parent}/cmdline")).is_ok_and(|cmd| cmd.ends_with(b"fork-server\0"));
-    assert!(parent == core || (forked && status_field(parent, "PPid:") == Some(core.to_string())), "parent {parent}");
+    assert!(
+        parent == core || (is_fork_server(parent) && status_field(parent, "PPid:") == Some(core.to_string())),
+        "parent {parent}"
+    );
+}
+
+fn is_fork_server(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmd| cmd.ends_with(b"fork-server\0"))
+}
+
+/// A core whose runs are forked, a session of episode `ep1` with a budget for 100 calls, and a
+/// client of the core.
+async fn forked_world() -> (World, String, Client) {
+    let world =
+        World::invoke(world_tests::Setup { core_args: &["--interpreter-runs", "forked"], ..Default::default() });
+    let token = world.mint("ep1", &["world.apply=world:100"], 3600);
+    let client = client(&world).await;
+    (world, token, client)
 }
 
 /// A fork server that dies is started again for the next run; the runs go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_fork_server_is_started_again() {
-    let world =
-        World::invoke(world_tests::Setup { core_args: &["--interpreter-runs", "forked"], ..Default::default() });
-    let token = world.mint("ep1", &["world.apply=world:10"], 3600);
-    let mut client = client(&world).await;
-    let server = || {
-        descendants_of(world.core.pid())
-            .into_iter()
-            .find(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmd| cmd.ends_with(b"fork-server\0")))
-    };
+    let (world, token, mut client) = forked_world().await;
+    let server = || descendants_of(world.core.pid()).into_iter().find(|pid| is_fork_server(*pid));
     invoked(invoke(&mut client, &token, "before", r#"{"a":1}"#).await);
     let first = server().expect("the core runs a fork server");
     // SAFETY: signals a process this test's core started.
@@ -381,10 +390,7 @@ async fn a_killed_fork_server_is_started_again() {
 /// own input.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_of_a_program_the_fork_server_keeps_answer_as_the_first() {
-    let world =
-        World::invoke(world_tests::Setup { core_args: &["--interpreter-runs", "forked"], ..Default::default() });
-    let token = world.mint("ep1", &["world.apply=world:100"], 3600);
-    let mut client = client(&world).await;
+    let (_world, token, mut client) = forked_world().await;
     for n in 0..12 {
         let arguments = format!(r#"{{"a":{n},"s":"run {n}"}}"#);
         let output = invoked(invoke(&mut client, &token, &format!("kept-{n}"), &arguments).await).output;
