@@ -78,6 +78,65 @@ async fn a_core_killed_mid_effect_never_runs_it_again_and_debits_it_once() {
     }
 }
 
+/// A read runs while its intent is written: a core killed right after the read leaves either
+/// a durable intent (debited once, indeterminate, the task id spent) or nothing at all (not
+/// debited, the task id free to run the read again), never a debit without its intent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_core_killed_after_a_read_leaves_its_intent_and_its_debit_together() {
+    let faults = faults_core();
+    let dir = tempfile::tempdir().expect("hold folder");
+    let hold = dir.path().join("hold");
+    // Held: the intent is still waiting when the core dies. Not held: it is usually durable.
+    for held in [true, false] {
+        let root = workspace();
+        std::fs::write(root.join("ep1/hello.txt"), "hello").expect("sample");
+        let root_arg = root.display().to_string();
+        let ailang = bin("ailang").display().to_string();
+        let args = ["--ailang-bin", ailang.as_str(), "--workspace-root", root_arg.as_str()];
+        let mut world = World::published(&fixture("effects/transitions.json"), TRANSITIONS, Setup::default());
+        let hold_env = format!("read-intent:{}", hold.display());
+        if held {
+            std::fs::write(&hold, "").expect("hold file");
+        }
+        let env = [("WORLD_FAULT_POINT", "after-handler"), ("WORLD_FAULT_HOLD", hold_env.as_str())];
+        world.restart_core(&faults, &args, &env);
+        let token = world.mint("ep1", &["Workspace.Read=worktree:5"], 3600);
+        let read = || tasks_send("crash", "fx.read", json!({"path": "hello.txt"})).to_string();
+
+        let answer = a2a(&world, &token, read()).await;
+        assert!(answer.as_ref().is_none_or(|a| a.get("result").is_none()), "the call cannot succeed: {answer:?}");
+        let _ = std::fs::remove_file(&hold);
+        world.restart_core(&bin("world-core"), &args, &[]);
+
+        let store = Store::open(&StoreLocation::Sqlite(world.store.clone()), OpenMode::MustExist).await.expect("store");
+        let receipt = store.effect_receipt("effect:ep1:0").await.expect("receipt");
+        let spent: i64 = store.effect_spend("ep1").await.expect("spend").iter().map(|(_, _, n)| n).sum();
+        if held {
+            assert_eq!(receipt, "not-started", "the intent was still held when the core died");
+        }
+        let answer = a2a(&world, &token, read()).await.expect("an answer");
+        match receipt {
+            "indeterminate" => {
+                assert_eq!(spent, 1, "the durable intent is the debit");
+                assert_eq!(
+                    answer["error"],
+                    json!({"code":-32603,"message":"invocation was not committed; send a new task id"}),
+                    "{answer}"
+                );
+            }
+            "not-started" => {
+                assert_eq!(spent, 0, "a read whose intent never landed is not debited");
+                assert_eq!(answer["result"]["status"]["state"], "completed", "the read runs again: {answer}");
+                assert_eq!(store.effect_receipt("effect:ep1:0").await.expect("receipt"), "resolved");
+                let spent: i64 = store.effect_spend("ep1").await.expect("spend").iter().map(|(_, _, n)| n).sum();
+                assert_eq!(spent, 1, "the read that answered is debited once");
+            }
+            other => panic!("unexpected receipt {other}"),
+        }
+        store.close().await;
+    }
+}
+
 async fn invoke(
     client: &mut InvocationClient<tonic::transport::Channel>,
     token: &str,

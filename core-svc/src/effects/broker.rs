@@ -4,7 +4,10 @@
 //!
 //! The crash-safety rule of effects is kept here, and only here:
 //! * an effect's intent is durable before its handler runs. It is the debit of the budget,
-//!   so no crash can run an effect twice or give its cost back.
+//!   so no crash can run an effect twice or give its cost back. An effect that only reads
+//!   ([`Effects::changes_nothing`]) may run while its intent is written, since a crash before
+//!   the intent is durable leaves nothing changed; its result is used, and its outcome
+//!   written, only once the intent is durable ([`Unsettled::confirm`]).
 //! * an effect's outcome and record are durable before the caller is told anything. The
 //!   call's commit writes them in its own transaction; a call that does not commit writes
 //!   them alone ([`Unsettled::settle`]) first, and its caller is told EffectsUnrecorded with
@@ -38,10 +41,21 @@ pub struct Unsettled {
     effects: Vec<Dispatched>,
 }
 
-/// One dispatched effect: its record and, when it ran, its outcome.
+/// One dispatched effect: its record and, when it ran, its outcome, or the intent that an
+/// effect which changes nothing still waits for.
 struct Dispatched {
     record: StoredObject,
     ran: Option<Ran>,
+    pending: Option<Pending>,
+}
+
+/// A read that ran beside its intent's write: what its outcome needs once the intent is
+/// durable and has its ordinal.
+struct Pending {
+    intent: IntentWrite,
+    result: StoredObject,
+    failed: bool,
+    now: i64,
 }
 
 /// The journal's outcome of an effect that ran, and its result object.
@@ -78,6 +92,28 @@ impl Unsettled {
         self.effects.iter().any(|effect| effect.ran.is_some())
     }
 
+    /// Waits for the intents of the reads that ran beside them. A read whose intent failed
+    /// is dropped: it changed nothing and is not debited, and the error says so.
+    pub async fn confirm(&mut self) -> Result<(), DispatchError> {
+        let mut failure = None;
+        for index in (0..self.effects.len()).rev() {
+            let Some(pending) = self.effects[index].pending.take() else { continue };
+            match written(pending.intent).await {
+                Ok(ordinal) => {
+                    let effect_id = effect::invocation_id(&self.episode, ordinal as u64);
+                    let record = self.effects[index].record.hash;
+                    let outcome = outcome_object(&effect_id, pending.failed, record, pending.now);
+                    self.effects[index].ran = Some(Ran { effect_id, result: pending.result, outcome });
+                }
+                Err(error) => {
+                    self.effects.remove(index);
+                    failure = Some(DispatchError::NotRun(format!("effect intent: {error}")));
+                }
+            }
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
     /// What the call's commit carries, so that its COMMIT settles them.
     pub fn for_commit(&self) -> ForCommit {
         let ran = || self.effects.iter().filter_map(|effect| effect.ran.as_ref());
@@ -100,7 +136,10 @@ impl Unsettled {
     pub async fn settle(mut self, store: &Store, budget: Duration) -> Result<(), String> {
         let mut failed = Vec::new();
         let mut denied = Vec::new();
-        for Dispatched { record, ran } in std::mem::take(&mut self.effects) {
+        if let Err(error) = self.confirm().await {
+            failed.push(error.to_string());
+        }
+        for Dispatched { record, ran, .. } in std::mem::take(&mut self.effects) {
             let Some(Ran { effect_id, result, outcome }) = ran else {
                 denied.push(record);
                 continue;
@@ -128,6 +167,9 @@ impl Drop for Unsettled {
     fn drop(&mut self) {
         for ran in self.effects.iter().filter_map(|effect| effect.ran.as_ref()) {
             tracing::error!(effect = %ran.effect_id, "an effect's outcome was never written; it stays indeterminate");
+        }
+        if self.effects.iter().any(|effect| effect.pending.is_some()) {
+            tracing::error!(episode = %self.episode, "a read's intent was never confirmed; if it landed, it stays indeterminate");
         }
     }
 }
@@ -197,7 +239,7 @@ pub async fn dispatch(
             let record = EffectRecord::denied(requirement, budget_before, denial, request.hash);
             let record = record_object(&record).map_err(|e| not_run("denial record", &e))?;
             let result = answer(EffectStatus::Denied, &record, None, Some(detail));
-            unsettled.effects.push(Dispatched { record, ran: None });
+            unsettled.effects.push(Dispatched { record, ran: None, pending: None });
             return Ok(result);
         }
     };
@@ -208,58 +250,116 @@ pub async fn dispatch(
         let intent = EffectIntent::new(&episode, ordinal as u64, &owned, request_ref, now);
         StoredObject::new(effect::INTENT, PROVENANCE, intent.payload())
     };
-    let (ordinal, _) = call
-        .store
-        .append_effect_intent(call.episode, call.call_id, requirement, &request, intent)
-        .await
-        .map_err(|e| not_run("effect intent", &e))?;
-    let effect_id = effect::invocation_id(call.episode, ordinal as u64);
-    crate::fault::point("after-intent");
-    crate::fault::hold("after-intent").await;
+    let handle = || {
+        let handled = call.effects.handle(call.bound, &requirement.effect, &requirement.scope, &call.effect.payload);
+        tokio::time::timeout(call.handler_timeout, handled)
+    };
+    let (intent, handled) = if call.effects.changes_nothing(&requirement.effect) {
+        // The write goes on while the read runs, and the call's finish phase after it.
+        let (store, episode, call_id, owned) =
+            (call.store.clone(), call.episode.to_owned(), call.call_id.to_owned(), requirement.clone());
+        let request = request.clone();
+        let write = tokio::spawn(async move {
+            crate::fault::hold("read-intent").await;
+            store.append_effect_intent(&episode, &call_id, &owned, &request, intent).await
+        });
+        (Intent::Writing(write), handle().await)
+    } else {
+        let (ordinal, _) = call
+            .store
+            .append_effect_intent(call.episode, call.call_id, requirement, &request, intent)
+            .await
+            .map_err(|e| not_run("effect intent", &e))?;
+        crate::fault::point("after-intent");
+        crate::fault::hold("after-intent").await;
+        (Intent::Durable(effect::invocation_id(call.episode, ordinal as u64)), handle().await)
+    };
     // The intent is the durable debit; this is its in-memory counterpart for the rest of
-    // the call.
+    // the call (a read whose intent fails fails the call).
     if let Some(grant) = ledger.get_mut(grant_index) {
         grant.budget = remaining;
     }
-
-    let handled = tokio::time::timeout(
-        call.handler_timeout,
-        call.effects.handle(call.bound, &requirement.effect, &requirement.scope, &call.effect.payload),
-    )
-    .await;
     crate::fault::point("after-handler");
-    let unrecorded = |cause: String| DispatchError::Unrecorded { effect_id: effect_id.clone(), cause };
     let (output, failed) = match handled {
         Ok(Ok(output)) => (output.bytes, output.refused),
         // The reason is the failed effect's result, so the caller and the log see it.
         Ok(Err(HandlerFailure::Failed(cause))) => (canonical_value(&json!({"ok": false, "refused": cause})), true),
         // Whether the handler changed anything is unknown: no record, no outcome; the
         // receipt stays indeterminate and the budget stays debited.
-        Ok(Err(HandlerFailure::Indeterminate(cause))) => return Err(unrecorded(cause)),
-        Err(_) => return Err(unrecorded(format!("the handler ran past {:?}", call.handler_timeout))),
+        Ok(Err(HandlerFailure::Indeterminate(cause))) => return Err(intent.unrecorded(call.episode, cause).await),
+        Err(_) => {
+            let cause = format!("the handler ran past {:?}", call.handler_timeout);
+            return Err(intent.unrecorded(call.episode, cause).await);
+        }
     };
 
     let result = StoredObject::new(effect::RESULT, PROVENANCE, output.clone());
     let record = if failed {
         // A handler's refusal is the caller's to act on, and its reason may quote the request.
         let reason = String::from_utf8_lossy(&output);
-        tracing::info!(effect = %effect_id, reason = %world_model::quote_for_log(&reason), "effect failed");
+        tracing::info!(effect = %requirement.effect, invocation = %call.call_id, reason = %world_model::quote_for_log(&reason), "effect failed");
         EffectRecord::failed(requirement, budget_before, request.hash, Some(result.hash))
     } else {
         EffectRecord::ok(requirement, budget_before, request.hash, result.hash)
     };
-    let record = record_object(&record).map_err(|e| unrecorded(e.to_string()))?;
-    let outcome = EffectOutcome {
-        invocation_id: effect_id.clone(),
-        status: if failed { EffectOutcomeStatus::Failed } else { EffectOutcomeStatus::Succeeded },
-        record_ref: record.hash,
-        logical_time: call.now,
+    let record = match record_object(&record) {
+        Ok(record) => record,
+        Err(error) => return Err(intent.unrecorded(call.episode, error.to_string()).await),
     };
-    let outcome = StoredObject::new(effect::OUTCOME, PROVENANCE, outcome.payload());
     let status = if failed { EffectStatus::Failed } else { EffectStatus::Ok };
     let answer = answer(status, &record, Some(output), None);
-    unsettled.effects.push(Dispatched { record, ran: Some(Ran { effect_id, result, outcome }) });
+    let dispatched = match intent {
+        Intent::Durable(effect_id) => {
+            let outcome = outcome_object(&effect_id, failed, record.hash, call.now);
+            Dispatched { record, ran: Some(Ran { effect_id, result, outcome }), pending: None }
+        }
+        Intent::Writing(intent) => {
+            Dispatched { record, ran: None, pending: Some(Pending { intent, result, failed, now: call.now }) }
+        }
+    };
+    unsettled.effects.push(dispatched);
     Ok(answer)
+}
+
+type IntentWrite = tokio::task::JoinHandle<Result<(i64, StoredObject), StoreError>>;
+
+/// An effect's intent: durable (its effect id), or still being written beside a read.
+enum Intent {
+    Durable(String),
+    Writing(IntentWrite),
+}
+
+impl Intent {
+    /// The error of an effect whose handler may have changed something and has no outcome;
+    /// a read whose intent never landed ran for nothing and was not dispatched.
+    async fn unrecorded(self, episode: &str, cause: String) -> DispatchError {
+        let effect_id = match self {
+            Intent::Durable(effect_id) => effect_id,
+            Intent::Writing(write) => match written(write).await {
+                Ok(ordinal) => effect::invocation_id(episode, ordinal as u64),
+                Err(error) => return DispatchError::NotRun(format!("effect intent: {error}")),
+            },
+        };
+        DispatchError::Unrecorded { effect_id, cause }
+    }
+}
+
+/// The ordinal of an intent written beside its read.
+async fn written(write: IntentWrite) -> Result<i64, StoreError> {
+    let written =
+        write.await.map_err(|e| StoreError::Uncertain(format!("the intent's write ended abnormally: {e}")))?;
+    Ok(written?.0)
+}
+
+/// The journal's outcome of the effect `effect_id` that ran.
+fn outcome_object(effect_id: &str, failed: bool, record: HashRef, now: i64) -> StoredObject {
+    let outcome = EffectOutcome {
+        invocation_id: effect_id.to_owned(),
+        status: if failed { EffectOutcomeStatus::Failed } else { EffectOutcomeStatus::Succeeded },
+        record_ref: record,
+        logical_time: now,
+    };
+    StoredObject::new(effect::OUTCOME, PROVENANCE, outcome.payload())
 }
 
 /// The denial as the finish phase reads it. The numbers are the chosen grant's when it is a

@@ -45,6 +45,12 @@ impl Effects {
         WorkspaceHandlers::EFFECTS.contains(&effect) || AilangHandlers::EFFECTS.contains(&effect)
     }
 
+    /// Whether `effect` only reads, so that running it changes nothing a crash could leave
+    /// unrecorded: its handler may run while its intent is being made durable.
+    pub fn changes_nothing(&self, effect: &str) -> bool {
+        effect == WorkspaceHandlers::READ
+    }
+
     /// Performs one effect; blocking file work runs off the async threads.
     pub async fn handle(
         &self,

@@ -34,8 +34,10 @@ enum Request {
 }
 
 impl WorkspaceHandlers {
+    /// The one effect of these handlers that only reads.
+    pub const READ: &'static str = "Workspace.Read";
     /// The effects these handlers perform.
-    pub const EFFECTS: [&'static str; 2] = ["Workspace.Read", "Workspace.Write"];
+    pub const EFFECTS: [&'static str; 2] = [Self::READ, "Workspace.Write"];
 
     /// Handlers under the default policy (1 MiB read and write caps).
     pub fn new(tool: HashRef) -> Self {
@@ -60,7 +62,7 @@ impl WorkspaceHandlers {
         payload: &[u8],
     ) -> Result<Output, HandlerFailure> {
         let ops: &[&str] = match effect {
-            "Workspace.Read" => &["read"],
+            Self::READ => &["read"],
             "Workspace.Write" => &["write", "edit"],
             other => {
                 return Err(HandlerFailure::Failed(format!(

@@ -124,21 +124,29 @@ impl Coordinator {
         // The tail: its own budget, whatever is left of the caller's.
         let tail_started = Instant::now();
         let budget = self.limits.post_effect;
+        let finish_output: Result<Option<Vec<u8>>, Refusal> = async {
+            if !plan.finish {
+                return Ok(None);
+            }
+            let timeout = self.limits.finish_phase.min(budget);
+            let input =
+                finish_input(running.input, &results).map_err(|e| Refusal::because(FailureCode::ExecutionFailed, e))?;
+            let span = tracing::info_span!("finish");
+            let raw = tracing::Instrument::instrument(
+                pure::run(&*self.runner, &source, &input, timeout, self.limits.max_output),
+                span,
+            )
+            .await?;
+            Ok(Some(admit_finish(&raw).map_err(|e| Refusal::because(FailureCode::ExecutionFailed, e))?))
+        }
+        .await;
+        // A read ran beside its intent, and counts from the moment the intent is durable.
+        if let Err(error) = unsettled.confirm().await {
+            let cause = refusal::dispatch_failure(error, unsettled.any_ran())?;
+            return Err(self.unrecorded(unsettled, cause).await);
+        }
         let tail = async {
-            let finish_output = if plan.finish {
-                let timeout = self.limits.finish_phase.min(budget);
-                let input = finish_input(running.input, &results)
-                    .map_err(|e| Refusal::because(FailureCode::ExecutionFailed, e))?;
-                let span = tracing::info_span!("finish");
-                let raw = tracing::Instrument::instrument(
-                    pure::run(&*self.runner, &source, &input, timeout, self.limits.max_output),
-                    span,
-                )
-                .await?;
-                Some(admit_finish(&raw).map_err(|e| Refusal::because(FailureCode::ExecutionFailed, e))?)
-            } else {
-                None
-            };
+            let finish_output = finish_output?;
             let output = compose(&plan, &plan_ref, &results, finish_output.as_deref(), self.limits.max_output)?;
             crate::fault::point("before-commit");
             let produced = Produced {
