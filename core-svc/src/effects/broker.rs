@@ -82,11 +82,6 @@ impl Unsettled {
         Self { episode: episode.to_owned(), effects: Vec::new() }
     }
 
-    /// Every effect's record ref, in plan order: what EffectsUnrecorded names.
-    pub fn records(&self) -> Vec<HashRef> {
-        self.effects.iter().map(|effect| effect.record.hash).collect()
-    }
-
     /// Whether any effect ran, so that a failure now leaves an outcome to record.
     pub fn any_ran(&self) -> bool {
         self.effects.iter().any(|effect| effect.ran.is_some())
@@ -132,13 +127,15 @@ impl Unsettled {
     /// Writes the outcome of each effect that ran, with its result and record, and the
     /// records of the denied ones, each write on `budget`, for a call that will not commit
     /// them; an outcome already journaled (by a commit whose answer was lost) counts as
-    /// written. Says which writes failed.
-    pub async fn settle(mut self, store: &Store, budget: Duration) -> Result<(), String> {
+    /// written. Answers the records of the effects it settled (what EffectsUnrecorded names:
+    /// a read whose intent never landed is not among them) and which writes failed.
+    pub async fn settle(mut self, store: &Store, budget: Duration) -> (Vec<HashRef>, Result<(), String>) {
         let mut failed = Vec::new();
         let mut denied = Vec::new();
         if let Err(error) = self.confirm().await {
             failed.push(error.to_string());
         }
+        let records = self.effects.iter().map(|effect| effect.record.hash).collect();
         for Dispatched { record, ran, .. } in std::mem::take(&mut self.effects) {
             let Some(Ran { effect_id, result, outcome }) = ran else {
                 denied.push(record);
@@ -159,7 +156,7 @@ impl Unsettled {
                 Err(_) => failed.push("writing the denied effects' records ran past its budget".to_owned()),
             }
         }
-        if failed.is_empty() { Ok(()) } else { Err(failed.join("; ")) }
+        (records, if failed.is_empty() { Ok(()) } else { Err(failed.join("; ")) })
     }
 }
 

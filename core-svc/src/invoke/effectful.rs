@@ -164,13 +164,10 @@ impl Coordinator {
                 Ok(invoked)
             }
             // Another attempt committed this call, without these outcomes.
-            Ok(invoked) => {
-                let records = unsettled.records();
-                match unsettled.settle(&self.store, self.limits.post_effect).await {
-                    Ok(()) => Ok(invoked),
-                    Err(failed) => Err(unrecorded(records, failed)),
-                }
-            }
+            Ok(invoked) => match unsettled.settle(&self.store, self.limits.post_effect).await {
+                (_, Ok(())) => Ok(invoked),
+                (records, Err(failed)) => Err(unrecorded(records, failed)),
+            },
             Err(refusal) => Err(self.unrecorded(unsettled, refusal.cause.unwrap_or(refusal.failure.message)).await),
         }
     }
@@ -179,10 +176,9 @@ impl Coordinator {
     /// written first, then EffectsUnrecorded names the records. `cause` (with any write that
     /// failed) is for the core's log.
     async fn unrecorded(&self, unsettled: Unsettled, cause: String) -> Refusal {
-        let records = unsettled.records();
         match unsettled.settle(&self.store, self.limits.post_effect).await {
-            Ok(()) => unrecorded(records, cause),
-            Err(failed) => unrecorded(records, format!("{cause}; {failed}")),
+            (records, Ok(())) => unrecorded(records, cause),
+            (records, Err(failed)) => unrecorded(records, format!("{cause}; {failed}")),
         }
     }
 }
