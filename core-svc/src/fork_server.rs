@@ -31,7 +31,7 @@ use crate::subprocess::{self, Child, Finished, RunError, Running, Slot, Spawn};
 
 /// The mode's versions this core speaks: 2 added keeping checked programs (`P`).
 const VERSIONS: [u32; 2] = [1, 2];
-/// The largest message the server receives.
+/// The largest message the server receives (its `fork_server::MAX_MESSAGE`).
 const MAX_REQUEST: usize = 64 * 1024;
 /// How many prepared programs the server keeps (its `prepared::CAPACITY`).
 const PREPARED: usize = 16;
