@@ -79,6 +79,7 @@ both_backends!(
     a_version_3_store_gets_its_spend_from_its_intents,
     a_reader_reads_its_episode_and_what_belongs_to_none,
     a_version_4_store_learns_whose_entries_and_objects_it_holds,
+    a_version_7_store_reads_as_before_and_new_objects_name_their_first_writer,
 );
 
 async fn a_fresh_store_is_created_and_reopens(location: StoreLocation) {
@@ -145,7 +146,7 @@ async fn a_version_1_store_is_migrated_in_place(location: StoreLocation) {
     // Put the store back as version 1 left it: its three indexes no query reads, none of
     // version 3's and 4's effect tables, and none of version 5's liveness.
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-        "{UNDO_VERSION_7} {UNDO_VERSION_6} DROP TABLE effect_spend; DROP TABLE effect_intents; DROP TABLE episode_leases; \
+        "{UNDO_VERSION_8} {UNDO_VERSION_7} {UNDO_VERSION_6} DROP TABLE effect_spend; DROP TABLE effect_intents; DROP TABLE episode_leases; \
          DROP TABLE cores; ALTER TABLE invocation_claims DROP COLUMN expires_at; \
          CREATE INDEX worlds_by_state_root ON worlds (state_root, world_ref); \
          CREATE INDEX log_entries_by_transition_ref ON log_entries (transition_ref, entry_index); \
@@ -785,7 +786,7 @@ async fn a_version_3_store_gets_its_spend_from_its_intents(location: StoreLocati
     assert_eq!(store.claim_invocation("a2a:ep1:t1", "call", "old-core", 100, 9999).await.unwrap(), Claim::Acquired);
     store.close().await;
     let undo = "DROP TABLE effect_spend; UPDATE world_schema SET version = 3";
-    raw_execute(&location, format!("{UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} {undo}")).await;
+    raw_execute(&location, format!("{UNDO_VERSION_8} {UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} {undo}")).await;
 
     let store = Store::open(&location, OpenMode::MustExist).await.expect("open and migrate");
     let spend = |n: i64| vec![("Workspace.Read".to_owned(), "worktree".to_owned(), n)];
@@ -807,6 +808,12 @@ const UNDO_VERSION_6: &str = "DROP TABLE oauth_refresh_tokens; DROP TABLE oauth_
      DROP TABLE oauth_approvals; DROP TABLE oauth_clients;";
 const UNDO_VERSION_7: &str =
     "DROP TABLE object_episodes; DROP INDEX log_entries_by_episode; ALTER TABLE log_entries DROP COLUMN episode;";
+/// Version 7 kept every object's episodes and entries in rows of their own.
+const UNDO_VERSION_8: &str = "INSERT INTO object_episodes (object_ref, episode) SELECT hash, episode FROM objects \
+     WHERE episode IS NOT NULL ON CONFLICT DO NOTHING; \
+     INSERT INTO commit_objects (object_ref, entry_index) SELECT hash, entry_index FROM objects \
+     WHERE entry_index IS NOT NULL ON CONFLICT DO NOTHING; \
+     ALTER TABLE objects DROP COLUMN episode; ALTER TABLE objects DROP COLUMN entry_index;";
 
 /// The commit of one call of `episode` on `head`: `objects` and an invocation record naming the
 /// episode (as the coordinator writes it), journaled under `a2a:<episode>:<task>`.
@@ -924,7 +931,7 @@ async fn a_version_4_store_learns_whose_entries_and_objects_it_holds(location: S
     store.close().await;
 
     let undo = "UPDATE world_schema SET version = 4";
-    raw_execute(&location, format!("{UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} {undo}")).await;
+    raw_execute(&location, format!("{UNDO_VERSION_8} {UNDO_VERSION_7} {UNDO_VERSION_6} {UNDO_VERSION_5} {undo}")).await;
     let store = Store::open(&location, OpenMode::MustExist).await.expect("open and migrate");
     let (ep1, ep2) = (Reader::Episode("ep1".into()), Reader::Episode("ep2".into()));
     assert_eq!(indexes(&store.reads(&ep1).log_page(0, 0).await.unwrap()), [0, 1, 3]);
@@ -936,4 +943,55 @@ async fn a_version_4_store_learns_whose_entries_and_objects_it_holds(location: S
     assert!(readable(&store, &ep1, &[&store.get_object(&record1, true).await.unwrap().unwrap()]).await[0]);
     assert!(!readable(&store, &ep2, &[&store.get_object(&record1, true).await.unwrap().unwrap()]).await[0]);
     store.close().await;
+}
+
+/// How many rows of `table` name `object` in `column`.
+async fn rows_naming(conn: &mut sqlx::AnyConnection, table: &str, object: &StoredObject) -> i64 {
+    let sql = format!("SELECT COUNT(*) AS n FROM {table} WHERE object_ref = $1");
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(object.hash.to_string()).fetch_one(conn).await.unwrap();
+    sqlx::Row::get(&row, "n")
+}
+
+async fn a_version_7_store_reads_as_before_and_new_objects_name_their_first_writer(location: StoreLocation) {
+    let store = Store::open(&location, OpenMode::CreateIfMissing).await.unwrap();
+    let genesis = genesis::commit_genesis(&store, 1).await.unwrap();
+    let (shared, own1, own2) = (object("the same input"), object("ep1's output"), object("ep2's output"));
+    let first = call_commit(&genesis, "ep1", "t1", vec![shared.clone(), own1.clone()]);
+    store.commit(first.clone(), BUDGET).await.unwrap();
+    let second = call_commit(&first.next_world, "ep2", "t2", vec![shared.clone(), own2.clone()]);
+    store.commit(second.clone(), BUDGET).await.unwrap();
+    store.close().await;
+    raw_execute(&location, format!("{UNDO_VERSION_8} UPDATE world_schema SET version = 7")).await;
+
+    let store = Store::open(&location, OpenMode::MustExist).await.expect("open and migrate");
+    let (ep1, ep2, ep3) = (Reader::Episode("ep1".into()), Reader::Episode("ep2".into()), Reader::Episode("ep3".into()));
+    let entry_of = async |reader: &Reader, object: &StoredObject| {
+        store.reads(reader).entry_of_object(&object.hash).await.unwrap().map(|e| e.entry_index)
+    };
+    let before = [&shared, &own1, &own2];
+    assert_eq!(readable(&store, &ep1, &before).await, [true, true, false]);
+    assert_eq!(readable(&store, &ep2, &before).await, [true, false, true]);
+    assert_eq!(readable(&store, &ep3, &before).await, [false; 3]);
+    assert_eq!((entry_of(&ep1, &shared).await, entry_of(&ep2, &shared).await), (Some(1), Some(2)));
+    assert_eq!(entry_of(&Reader::Everything, &shared).await, Some(1));
+
+    // An object from before version 8 gains rows; a new one names its first writer on its own row.
+    let own3 = object("ep3's output");
+    let third = call_commit(&second.next_world, "ep3", "t3", vec![shared.clone(), own3.clone()]);
+    store.commit(third.clone(), BUDGET).await.unwrap();
+    let again = call_commit(&third.next_world, "ep1", "t4", vec![own3.clone()]);
+    store.commit(again.clone(), BUDGET).await.unwrap();
+    assert_eq!(readable(&store, &ep3, &[&shared, &own1, &own3]).await, [true, false, true]);
+    assert_eq!(readable(&store, &ep2, &[&own3]).await, [false]);
+    assert_eq!(readable(&store, &ep1, &[&own3]).await, [true], "written again for ep1");
+    assert_eq!((entry_of(&ep3, &shared).await, entry_of(&ep3, &own3).await), (Some(3), Some(3)));
+    assert_eq!((entry_of(&ep1, &own3).await, entry_of(&Reader::Everything, &own3).await), (Some(4), Some(3)));
+    store.close().await;
+    let mut conn = raw_connection(&location).await;
+    assert_eq!(rows_naming(&mut conn, "object_episodes", &own1).await, 1, "kept from version 7");
+    assert_eq!(rows_naming(&mut conn, "object_episodes", &shared).await, 3);
+    assert_eq!(rows_naming(&mut conn, "commit_objects", &shared).await, 3);
+    // ep3 wrote it first: only ep1's second write has rows.
+    assert_eq!(rows_naming(&mut conn, "object_episodes", &own3).await, 1);
+    assert_eq!(rows_naming(&mut conn, "commit_objects", &own3).await, 1);
 }

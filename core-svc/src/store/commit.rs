@@ -14,8 +14,8 @@ use super::journal::{self, IntentKey, JournalState};
 use super::script::{Script, placeholders};
 use super::tx::Tx;
 use super::{
-    Commit, Committed, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow, insert_objects,
-    set_head,
+    Commit, Committed, ObjectWrite, Receipt, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow,
+    insert_objects, set_head,
 };
 
 /// How far a queued commit has got, shared by the caller waiting for it and the batch
@@ -224,14 +224,20 @@ pub(super) fn write_commits(script: &mut Script, commits: &[&Accepted]) {
             .bind(*episode);
     });
 
+    // Objects name the entry whose commit carries them (an entry's journal rows and effect
+    // outcomes ride its commit, but are not among its objects).
     let mut objects = Vec::new();
     for accepted in commits {
+        let (episode, entry) = (accepted.episode(), accepted.commit.entry.entry_index);
+        // Verified when the commit was validated; journal objects are hashed as they are made.
+        let carried = accepted
+            .commit
+            .objects
+            .iter()
+            .map(|object| ObjectWrite { entry: Some(entry), ..ObjectWrite::of(object, episode) });
         let journal = accepted.journal_rows.iter().map(|(_, object)| object);
         let outcomes = accepted.commit.effect_outcomes.iter().map(|(_, object)| object);
-        for object in accepted.commit.objects.iter().chain(journal).chain(outcomes) {
-            // Verified when the commit was validated; journal objects are hashed as they are made.
-            objects.push((object, object.payload.as_deref().unwrap_or_default(), accepted.episode()));
-        }
+        objects.extend(carried.chain(journal.chain(outcomes).map(|object| ObjectWrite::of(object, episode))));
     }
     insert_objects(script, &objects);
 
@@ -243,22 +249,6 @@ pub(super) fn write_commits(script: &mut Script, commits: &[&Accepted]) {
             .bind(world.revision)
             .bind(world.state_root.to_string())
             .bind(world.log_head.to_string());
-    });
-
-    // Which entry committed each object; an object repeated within one commit is recorded once.
-    let mut seen = HashSet::new();
-    let committed_objects: Vec<(HashRef, i64)> = commits
-        .iter()
-        .flat_map(|accepted| {
-            let index = accepted.commit.entry.entry_index;
-            accepted.commit.objects.iter().map(move |object| (object.hash, index))
-        })
-        .filter(|pair| seen.insert(*pair))
-        .collect();
-    let insert = "INSERT INTO commit_objects (object_ref, entry_index)";
-    let tail = "ON CONFLICT (object_ref, entry_index) DO NOTHING";
-    script.insert_rows(insert, 2, tail, &committed_objects, |script, (hash, index)| {
-        script.bind(hash.to_string()).bind(*index);
     });
 
     let mut rows = Vec::new();

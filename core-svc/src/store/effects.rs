@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::journal;
 use super::script::Script;
 use super::tx::{Tx, on_writer};
-use super::{Columns, Store, StoreError, StoredObject, insert_objects};
+use super::{Columns, ObjectWrite, Store, StoreError, StoredObject, insert_objects};
 
 /// Effect ids live in their own journal namespace: `effect:<episode>:<ordinal>`.
 pub const EFFECT_NAMESPACE: &str = "effect:";
@@ -71,11 +71,8 @@ impl Store {
             if kinds.iter().any(|k| k == "outcome") {
                 return Err(StoreError::DuplicateInvocation { invocation_id: effect_id, kind: "outcome" });
             }
-            let verified: Vec<(&StoredObject, &[u8], &str)> = objects
-                .iter()
-                .chain([&outcome])
-                .map(|o| (o, o.payload.as_deref().unwrap_or_default(), episode.as_str()))
-                .collect();
+            let verified: Vec<_> =
+                objects.iter().chain([&outcome]).map(|o| ObjectWrite::of(o, episode.as_str())).collect();
             let mut script = Script::new();
             insert_objects(&mut script, &verified);
             journal::append_rows(&mut script, &[(effect_id.as_str(), "outcome", &outcome)]);
@@ -102,7 +99,8 @@ impl Store {
     pub async fn put_objects(&self, episode: &str, objects: &[&StoredObject]) -> Result<(), StoreError> {
         let mut verified = Vec::with_capacity(objects.len());
         for (i, object) in objects.iter().copied().enumerate() {
-            verified.push((object, object.verify(&format!("objects[{i}]"))?, episode));
+            let payload = object.verify(&format!("objects[{i}]"))?;
+            verified.push(ObjectWrite { payload, ..ObjectWrite::of(object, episode) });
         }
         let mut script = Script::new();
         insert_objects(&mut script, &verified);
@@ -220,10 +218,9 @@ pub(super) fn write_intents(script: &mut Script, staged: &[&StagedIntent], core:
     if staged.is_empty() {
         return;
     }
-    let objects: Vec<(&StoredObject, &[u8], &str)> = staged
+    let objects: Vec<_> = staged
         .iter()
-        .flat_map(|s| [(&s.request, s.episode.as_str()), (&s.intent, s.episode.as_str())])
-        .map(|(object, episode)| (object, object.payload.as_deref().unwrap_or_default(), episode))
+        .flat_map(|s| [ObjectWrite::of(&s.request, s.episode.as_str()), ObjectWrite::of(&s.intent, s.episode.as_str())])
         .collect();
     insert_objects(script, &objects);
     let ids: Vec<String> = staged.iter().map(|s| format!("{EFFECT_NAMESPACE}{}:{}", s.episode, s.ordinal)).collect();

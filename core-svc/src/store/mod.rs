@@ -39,7 +39,7 @@ use sqlx::{AnyConnection, AnyPool, Transaction};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use direct::Direct;
-use objects::{insert_objects, registry_key, set_head};
+use objects::{ObjectWrite, insert_objects, registry_key, set_head};
 use rows::{Columns, optional_column_ref, world_from_row};
 
 pub use commit::Planner;

@@ -1,11 +1,11 @@
 //! Objects, worlds, the log and named heads: the content-addressed half of the store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sqlx::AnyConnection;
 use world_model::HashRef;
 
-use super::reads::{NO_EPISODE, Reader, insert_object_episodes};
+use super::reads::{NO_EPISODE, Reader};
 use super::rows::{column_ref, world_from_row};
 use super::script::Script;
 use super::{LogEntry, REGISTRY_PREFIX, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow};
@@ -24,7 +24,7 @@ impl Store {
     pub async fn put_object(&self, object: &StoredObject) -> Result<(), StoreError> {
         let payload = object.verify("object")?;
         let mut script = Script::new();
-        insert_objects(&mut script, &[(object, payload, NO_EPISODE)]);
+        insert_objects(&mut script, &[ObjectWrite { payload, ..ObjectWrite::of(object, NO_EPISODE) }]);
         let _turn = self.writer_turn().await;
         script.run(&mut *self.pool.acquire().await?).await
     }
@@ -93,23 +93,70 @@ pub(super) fn registry_key(name: &str) -> String {
     format!("{REGISTRY_PREFIX}{name}")
 }
 
-/// Adds verified objects (each with its payload and the episode it is written for, or
-/// [`NO_EPISODE`]) to `script` in as few statements as possible; a hash already stored, or
-/// repeated in `objects`, keeps its first row, and gains the episode it is written for now.
-pub(super) fn insert_objects(script: &mut Script, objects: &[(&StoredObject, &[u8], &str)]) {
-    let mut seen = std::collections::HashSet::with_capacity(objects.len());
-    let unique: Vec<_> = objects.iter().filter(|(object, _, _)| seen.insert(object.hash)).collect();
-    let insert = "INSERT INTO objects (hash, interface_hash, semantic_id, provenance, payload)";
-    script.insert_rows(insert, 5, "ON CONFLICT (hash) DO NOTHING", &unique, |script, (object, payload, _)| {
+/// One object to write: its verified payload, the episode it is written for ([`NO_EPISODE`]
+/// for none) and the entry whose commit carries it, if a commit does.
+pub(super) struct ObjectWrite<'a> {
+    pub object: &'a StoredObject,
+    pub payload: &'a [u8],
+    pub episode: &'a str,
+    pub entry: Option<i64>,
+}
+
+impl<'a> ObjectWrite<'a> {
+    /// `object`, verified when it was made or checked, written outside any commit.
+    pub(super) fn of(object: &'a StoredObject, episode: &'a str) -> Self {
+        Self { object, payload: object.payload.as_deref().unwrap_or_default(), episode, entry: None }
+    }
+}
+
+/// Adds verified objects to `script` in as few statements as possible. A hash already stored,
+/// or repeated in `writes`, keeps its first row, which names its first write's episode and
+/// entry; every other episode or entry a write brings gains a row of its own in
+/// `object_episodes` or `commit_objects` (schema version 8).
+pub(super) fn insert_objects(script: &mut Script, writes: &[ObjectWrite<'_>]) {
+    let mut seen = HashSet::with_capacity(writes.len());
+    let unique: Vec<_> = writes.iter().filter(|write| seen.insert(write.object.hash)).collect();
+    let insert = "INSERT INTO objects (hash, interface_hash, semantic_id, provenance, payload, episode, entry_index)";
+    script.insert_rows(insert, 7, "ON CONFLICT (hash) DO NOTHING", &unique, |script, write| {
+        let object = write.object;
         script
             .bind(object.hash.to_string())
             .bind(object.interface_hash.to_string())
             .bind(object.semantic_id.as_str())
             .bind(object.provenance.as_str())
-            .bind(*payload);
+            .bind(write.payload)
+            .bind(write.episode)
+            .bind(write.entry);
     });
-    let episodes: Vec<(HashRef, &str)> = objects.iter().map(|(object, _, episode)| (object.hash, *episode)).collect();
-    insert_object_episodes(script, &episodes);
+
+    // The statements below run after the insert above, so each compares with the row its
+    // object has now. A row from before version 8 names neither and keeps gaining rows.
+    let mut seen = HashSet::with_capacity(writes.len());
+    let episodes: Vec<_> = writes.iter().map(|w| (w.object.hash, w.episode)).filter(|p| seen.insert(*p)).collect();
+    script.insert_rows(
+        "INSERT INTO object_episodes (object_ref, episode) SELECT v.column1, v.column2 FROM (",
+        2,
+        ") AS v JOIN objects o ON o.hash = v.column1 WHERE o.episode IS NULL OR o.episode <> v.column2 \
+         ON CONFLICT (object_ref, episode) DO NOTHING",
+        &episodes,
+        |script, (hash, episode)| {
+            script.bind(hash.to_string()).bind(*episode);
+        },
+    );
+    let mut seen = HashSet::with_capacity(writes.len());
+    let entries: Vec<_> =
+        writes.iter().filter_map(|w| Some((w.object.hash, w.entry?))).filter(|pair| seen.insert(*pair)).collect();
+    script.insert_rows(
+        "INSERT INTO commit_objects (object_ref, entry_index) SELECT v.column1, v.column2 FROM (",
+        2,
+        ") AS v JOIN objects o ON o.hash = v.column1 \
+         WHERE o.entry_index IS NULL OR o.entry_index <> v.column2 \
+         ON CONFLICT (object_ref, entry_index) DO NOTHING",
+        &entries,
+        |script, (hash, entry)| {
+            script.bind(hash.to_string()).bind(*entry);
+        },
+    );
 }
 
 pub(super) async fn object_exists(conn: &mut AnyConnection, hash: &HashRef) -> Result<bool, StoreError> {

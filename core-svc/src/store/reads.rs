@@ -7,8 +7,8 @@
 //! as what is absent.
 //!
 //! The episodes are written with the entries and objects, in the same transaction (the
-//! `episode` column of `log_entries`, the `object_episodes` index), so deciding a read is an
-//! index lookup beside the read itself.
+//! `episode` columns of `log_entries` and `objects`, and `object_episodes` for the same bytes
+//! written for another episode), so deciding a read is an index lookup beside the read itself.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -49,8 +49,10 @@ impl Reader {
     fn objects_clause(&self, n: usize) -> String {
         match self {
             Reader::Everything => String::new(),
+            // The object's first write names its episode on its row; others have rows of their own.
             Reader::Episode(_) => format!(
-                " AND EXISTS (SELECT 1 FROM object_episodes r WHERE r.object_ref = o.hash AND r.episode IN ('', ${n}))"
+                " AND (o.episode IN ('', ${n}) OR EXISTS (SELECT 1 FROM object_episodes r \
+                 WHERE r.object_ref = o.hash AND r.episode IN ('', ${n})))"
             ),
         }
     }
@@ -153,13 +155,14 @@ impl Reads<'_> {
     /// The first log entry this reader reads whose commit carried `object`: the same bytes
     /// committed by two episodes lead each to its own entry.
     pub async fn entry_of_object(&self, object: &HashRef) -> Result<Option<LogEntry>, StoreError> {
+        // The entry on the object's row carried it first; `commit_objects` holds the others.
+        let carried = "SELECT entry_index FROM objects WHERE hash = $1 AND entry_index IS NOT NULL \
+                       UNION ALL SELECT entry_index FROM commit_objects WHERE object_ref = $1";
         let sql = match self.reader {
-            Reader::Everything => {
-                "SELECT MIN(c.entry_index) AS entry_index FROM commit_objects c WHERE c.object_ref = $1".to_owned()
-            }
+            Reader::Everything => format!("SELECT MIN(c.entry_index) AS entry_index FROM ({carried}) AS c"),
             Reader::Episode(_) => format!(
-                "SELECT MIN(c.entry_index) AS entry_index FROM commit_objects c \
-                 JOIN log_entries e ON e.entry_index = c.entry_index WHERE c.object_ref = $1{}",
+                "SELECT MIN(c.entry_index) AS entry_index FROM ({carried}) AS c \
+                 JOIN log_entries e ON e.entry_index = c.entry_index WHERE true{}",
                 self.reader.entries_clause(2)
             ),
         };
@@ -245,9 +248,9 @@ impl Reads<'_> {
     }
 }
 
-/// Adds the episode rows of written objects to `script`: `(object, episode)` pairs, each
-/// written once however often it repeats.
-pub(super) fn insert_object_episodes(script: &mut Script, pairs: &[(HashRef, &str)]) {
+/// Adds the episode rows of the objects of a store from before version 8 to `script`:
+/// `(object, episode)` pairs, each written once however often it repeats.
+fn insert_object_episodes(script: &mut Script, pairs: &[(HashRef, &str)]) {
     let mut seen = std::collections::HashSet::with_capacity(pairs.len());
     let unique: Vec<_> = pairs.iter().filter(|pair| seen.insert(**pair)).collect();
     let insert = "INSERT INTO object_episodes (object_ref, episode)";

@@ -25,6 +25,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(5, "0005_core_liveness"),
     migration!(6, "0006_oauth"),
     migration!(7, "0007_episode_reads"),
+    migration!(8, "0008_first_writer"),
 ];
 
 /// The words the two dialects spell differently, as the scripts write them: `{int}` is a 64-bit
@@ -47,7 +48,7 @@ fn render(script: &str, backend: Backend) -> String {
 }
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// Brings the store to [`SCHEMA_VERSION`] inside the caller's write
 /// transaction (which already excludes concurrent migrators).

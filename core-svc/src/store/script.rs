@@ -18,6 +18,8 @@ pub(super) const KEYS_PER_READ: usize = 500;
 #[derive(Debug)]
 pub(super) enum Value {
     Int(i64),
+    /// An integer column's NULL.
+    NoInt,
     Text(String),
     Blob(Vec<u8>),
 }
@@ -25,6 +27,12 @@ pub(super) enum Value {
 impl From<i64> for Value {
     fn from(value: i64) -> Self {
         Value::Int(value)
+    }
+}
+
+impl From<Option<i64>> for Value {
+    fn from(value: Option<i64>) -> Self {
+        value.map_or(Value::NoInt, Value::Int)
     }
 }
 
@@ -51,6 +59,7 @@ impl rusqlite::ToSql for Value {
         use rusqlite::types::{ToSqlOutput, ValueRef};
         Ok(ToSqlOutput::Borrowed(match self {
             Value::Int(value) => ValueRef::Integer(*value),
+            Value::NoInt => ValueRef::Null,
             Value::Text(value) => ValueRef::Text(value.as_bytes()),
             Value::Blob(value) => ValueRef::Blob(value),
         }))
@@ -105,6 +114,7 @@ impl Script {
             for value in values {
                 let added = match value {
                     Value::Int(value) => arguments.add(value),
+                    Value::NoInt => arguments.add(None::<i64>),
                     Value::Text(value) => arguments.add(value),
                     Value::Blob(value) => arguments.add(value),
                 };
