@@ -900,6 +900,19 @@ async fn a_reader_reads_its_episode_and_what_belongs_to_none(location: StoreLoca
         store.reads(&Reader::Everything).objects_by_semantic_id("test/object/v1", None, 0).await.unwrap().len(),
         4
     );
+    // A kind calls write is outside the semantic-id index, and lists the same way.
+    let records = [first.entry.transition_ref, second.entry.transition_ref];
+    let kind = "world/invocation-record/v1";
+    for (reader, own) in [(&ep1, records[0]), (&ep2, records[1])] {
+        let page = store.reads(reader).objects_by_semantic_id(kind, None, 0).await.unwrap();
+        assert_eq!(page.iter().map(|o| o.hash).collect::<Vec<_>>(), [own]);
+    }
+    let (low, high) = (records[0].min(records[1]), records[0].max(records[1]));
+    let everything = store.reads(&Reader::Everything);
+    let page = everything.objects_by_semantic_id(kind, None, 1).await.unwrap();
+    assert_eq!(page.iter().map(|o| o.hash).collect::<Vec<_>>(), [low]);
+    let page = everything.objects_by_semantic_id(kind, Some(&low), 1).await.unwrap();
+    assert_eq!(page.iter().map(|o| o.hash).collect::<Vec<_>>(), [high]);
     store.close().await;
 }
 

@@ -139,9 +139,13 @@ impl Reads<'_> {
         after: Option<&HashRef>,
         limit: u32,
     ) -> Result<Vec<StoredObject>, StoreError> {
+        // The index holds every kind but those calls write, and a query may use it only if it
+        // states the index's condition; a call's kind is walked in hash order instead.
+        let indexed =
+            if EPISODE_KINDS.contains(&semantic_id) { String::new() } else { format!(" AND {}", indexed_kinds()) };
         let sql = format!(
             "SELECT hash, interface_hash, semantic_id, provenance FROM objects o \
-             WHERE o.semantic_id = $1 AND o.hash > $2{} ORDER BY o.hash LIMIT $3",
+             WHERE o.semantic_id = $1{indexed} AND o.hash > $2{} ORDER BY o.hash LIMIT $3",
             self.reader.objects_clause(4)
         );
         let query = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -267,7 +271,8 @@ fn insert_object_episodes(script: &mut Script, pairs: &[(HashRef, &str)]) {
 
 /// The semantic ids of the objects an episode's calls and effects write. A store from before
 /// episodes were recorded leaves those it cannot trace to an episode to readers of every
-/// episode; every other object it holds belongs to no episode.
+/// episode; every other object it holds belongs to no episode. In this order, they are the
+/// kinds the semantic-id index leaves out (`indexed_kinds`).
 const EPISODE_KINDS: [&str; 11] = [
     "world/invocation-input/v1",
     "world/invocation-output/v1",
@@ -281,6 +286,13 @@ const EPISODE_KINDS: [&str; 11] = [
     effect::RECORD,
     effect::INTENT,
 ];
+
+/// The condition of the `objects_by_semantic_id` index (schema version 8): every kind but
+/// [`EPISODE_KINDS`], which calls write several of each.
+pub(super) fn indexed_kinds() -> String {
+    let kinds = EPISODE_KINDS.iter().map(|kind| format!("'{kind}'")).collect::<Vec<_>>().join(", ");
+    format!("semantic_id NOT IN ({kinds})")
+}
 
 /// Records the episodes of what a store written before schema version 7 holds, inside the
 /// migration's transaction: each invocation entry's episode from its record, each committed

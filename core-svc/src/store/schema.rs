@@ -25,7 +25,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(5, "0005_core_liveness"),
     migration!(6, "0006_oauth"),
     migration!(7, "0007_episode_reads"),
-    migration!(8, "0008_first_writer"),
+    migration!(8, "0008_object_pages"),
 ];
 
 /// The words the two dialects spell differently, as the scripts write them: `{int}` is a 64-bit
@@ -114,6 +114,10 @@ mod tests {
                 assert!(!sql.contains(['{', '}']), "migration {} keeps a placeholder: {sql}", migration.version);
             }
         }
+        // Reads state the semantic-id index's condition to use it, so they must word it alike.
+        let words = |text: &str| text.split_whitespace().collect::<String>();
+        let partial = format!("ONobjects(semantic_id,hash)WHERE{};", words(&super::super::reads::indexed_kinds()));
+        assert!(words(MIGRATIONS[7].script).contains(&partial), "{partial}");
         let initial = MIGRATIONS[0].script;
         assert!(render(initial, Backend::Sqlite).contains("entry_index INTEGER PRIMARY KEY"));
         assert!(render(initial, Backend::Postgres).contains("entry_index BIGINT PRIMARY KEY"));
