@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{AtFlags, Mode, OFlags, unlinkat};
@@ -133,11 +133,32 @@ fn verify(file: &File, pin: &HashRef) -> Result<Stamp, String> {
     Ok(before)
 }
 
+/// The directory capsule roots are made in, held open: each root is made, opened and removed
+/// relative to it, so no call walks its path.
+#[derive(Clone)]
+pub struct RootsDir {
+    path: PathBuf,
+    dir: Arc<OwnedFd>,
+}
+
+impl RootsDir {
+    pub fn open(path: &Path) -> std::io::Result<RootsDir> {
+        let dir = rustix::fs::open(path, DIRECTORY, Mode::empty())?;
+        Ok(RootsDir { path: path.to_owned(), dir: Arc::new(dir) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 /// A fresh root laid out as the capsule's argv names it, removed when dropped. Both steps
-/// work relative to descriptors of the directories made: per call they neither walk the
-/// whole path again nor follow a link the run may have left behind.
+/// work relative to descriptors of the directories made: per call they neither walk a path
+/// nor follow a link the run may have left behind.
 pub struct Root {
     path: PathBuf,
+    parent: Arc<OwnedFd>,
+    name: String,
     root: OwnedFd,
     host: OwnedFd,
     capsule: OwnedFd,
@@ -148,32 +169,53 @@ pub struct Root {
 /// [`SOURCE_PATH`]'s directories and file, as [`Root`] makes them.
 const SOURCE_DIRS: [&str; 2] = ["host", "capsule"];
 const SOURCE_FILE: &str = "main.ail";
+/// How a directory of a root is opened.
+const DIRECTORY: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
 
 impl Root {
     /// A root named `prefix…` in the temporary directory holding `source` at [`SOURCE_PATH`]
     /// and, when given, `args` at [`ARGS_FILE`]. The name records this process as its maker
     /// ([`scratch::root_prefix`]), so a root a killed core leaves is removed at the next start.
     pub fn stage(prefix: &str, source: &[u8], args: Option<&[u8]>) -> std::io::Result<Root> {
-        Root::stage_in(&std::env::temp_dir(), prefix, source, args)
+        Root::stage_in(&RootsDir::open(&std::env::temp_dir())?, prefix, source, args)
     }
 
-    /// [`Root::stage`] in the directory `parent`.
-    pub fn stage_in(parent: &Path, prefix: &str, source: &[u8], args: Option<&[u8]>) -> std::io::Result<Root> {
-        // Until it is kept, the temporary directory removes itself the thorough way.
-        let dir = tempfile::Builder::new().prefix(&scratch::root_prefix(prefix)).tempdir_in(parent)?;
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let subdir = |parent: &OwnedFd, name: &str| -> std::io::Result<OwnedFd> {
-            rustix::fs::mkdirat(parent, name, Mode::RWXU)?;
-            Ok(rustix::fs::openat(parent, name, flags, Mode::empty())?)
+    /// [`Root::stage`] in `parent`.
+    pub fn stage_in(parent: &RootsDir, prefix: &str, source: &[u8], args: Option<&[u8]>) -> std::io::Result<Root> {
+        let prefix = scratch::root_prefix(prefix);
+        let mut attempts = 0;
+        let name = loop {
+            let name = format!("{prefix}{}", hex::encode(&crate::session::random_bytes()[..8]));
+            match rustix::fs::mkdirat(&*parent.dir, name.as_str(), Mode::RWXU) {
+                Ok(()) => break name,
+                Err(rustix::io::Errno::EXIST) if attempts < 8 => attempts += 1,
+                Err(error) => return Err(error.into()),
+            }
         };
-        let root = rustix::fs::open(dir.path(), flags, Mode::empty())?;
-        let host = subdir(&root, SOURCE_DIRS[0])?;
-        let capsule = subdir(&host, SOURCE_DIRS[1])?;
-        write_new(&capsule, SOURCE_FILE, source)?;
-        if let Some(args) = args {
-            write_new(&root, ARGS_FILE, args)?;
+        let path = parent.path.join(&name);
+        let made = || -> std::io::Result<(OwnedFd, OwnedFd, OwnedFd)> {
+            let subdir = |parent: &OwnedFd, name: &str| -> std::io::Result<OwnedFd> {
+                rustix::fs::mkdirat(parent, name, Mode::RWXU)?;
+                Ok(rustix::fs::openat(parent, name, DIRECTORY, Mode::empty())?)
+            };
+            let root = rustix::fs::openat(&*parent.dir, name.as_str(), DIRECTORY, Mode::empty())?;
+            let host = subdir(&root, SOURCE_DIRS[0])?;
+            let capsule = subdir(&host, SOURCE_DIRS[1])?;
+            write_new(&capsule, SOURCE_FILE, source)?;
+            if let Some(args) = args {
+                write_new(&root, ARGS_FILE, args)?;
+            }
+            Ok((root, host, capsule))
+        };
+        match made() {
+            Ok((root, host, capsule)) => {
+                Ok(Root { path, parent: Arc::clone(&parent.dir), name, root, host, capsule, args: args.is_some() })
+            }
+            Err(error) => {
+                let _ = std::fs::remove_dir_all(&path);
+                Err(error)
+            }
         }
-        Ok(Root { path: dir.keep(), root, host, capsule, args: args.is_some() })
     }
 
     pub fn path(&self) -> &Path {
@@ -189,7 +231,7 @@ impl Drop for Root {
             && unlinkat(&self.host, SOURCE_DIRS[1], AtFlags::REMOVEDIR).is_ok()
             && unlinkat(&self.root, SOURCE_DIRS[0], AtFlags::REMOVEDIR).is_ok()
             && (!self.args || unlinkat(&self.root, ARGS_FILE, AtFlags::empty()).is_ok())
-            && std::fs::remove_dir(&self.path).is_ok();
+            && unlinkat(&*self.parent, self.name.as_str(), AtFlags::REMOVEDIR).is_ok();
         if !removed
             && let Err(error) = std::fs::remove_dir_all(&self.path)
             && error.kind() != std::io::ErrorKind::NotFound
@@ -250,7 +292,7 @@ pub struct Capsule {
     pub interpreter: VerifiedInterpreter,
     pub slots: Slots,
     /// Where each run's root is made ([`roots_dir`]).
-    pub roots: PathBuf,
+    pub roots: RootsDir,
     /// The interpreter's fork server, when runs are forked.
     pub forks: Option<Forks>,
 }
@@ -365,8 +407,22 @@ mod tests {
         // A directory on disk is not memory-backed; a root is made in the one given.
         let disk = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         assert!(!usable_memory_dir(disk.path()));
-        let root = Root::stage_in(disk.path(), "t-", b"m", None).unwrap();
+        let root = Root::stage_in(&RootsDir::open(disk.path()).unwrap(), "t-", b"m", None).unwrap();
         assert_eq!(root.path().parent(), Some(disk.path()));
+    }
+
+    #[test]
+    fn roots_are_made_and_removed_in_the_directory_held_open_without_walking_its_path() {
+        let base = tempfile::tempdir().unwrap();
+        let (named, moved) = (base.path().join("roots"), base.path().join("moved"));
+        std::fs::create_dir(&named).unwrap();
+        let roots = RootsDir::open(&named).unwrap();
+        std::fs::rename(&named, &moved).unwrap();
+        let root = Root::stage_in(&roots, "t-", b"m", None).unwrap();
+        let name = root.path().file_name().unwrap().to_owned();
+        assert!(moved.join(&name).join(SOURCE_PATH).is_file());
+        drop(root);
+        assert_eq!(std::fs::read_dir(&moved).unwrap().count(), 0);
     }
 
     #[test]

@@ -240,6 +240,8 @@ pub async fn build_core(
         RunMode::Forked => Forks::start(verified.file()).await,
         RunMode::Spawned => None,
     };
+    let roots = world_core::capsule::RootsDir::open(&roots)
+        .map_err(|e| Failed::fatal(format!("cannot open the capsule roots directory {}: {e}", roots.display())))?;
     let capsule = Capsule { interpreter: verified, slots, roots, forks };
     let core = Core::with_coordinator(store.clone(), capsule, limits, effects);
     world_core::effects::recovery::report_pending(&core.store, &core.metrics)
