@@ -146,10 +146,6 @@ impl RootsDir {
         let dir = rustix::fs::open(path, DIRECTORY, Mode::empty())?;
         Ok(RootsDir { path: path.to_owned(), dir: Arc::new(dir) })
     }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 /// A fresh root laid out as the capsule's argv names it, removed when dropped. Both steps

@@ -310,11 +310,10 @@ pub(super) async fn backfill(conn: &mut AnyConnection) -> Result<(), StoreError>
     .await?;
     backfill_journal(conn).await?;
     // The rest belongs to no episode, unless it is of a kind only episodes write.
-    let kinds = EPISODE_KINDS.iter().map(|kind| format!("'{kind}'")).collect::<Vec<_>>().join(", ");
     let sql = format!(
         "INSERT INTO object_episodes (object_ref, episode) SELECT o.hash, '' FROM objects o \
-         WHERE o.semantic_id NOT IN ({kinds}) \
-         AND NOT EXISTS (SELECT 1 FROM object_episodes r WHERE r.object_ref = o.hash)"
+         WHERE o.{} AND NOT EXISTS (SELECT 1 FROM object_episodes r WHERE r.object_ref = o.hash)",
+        indexed_kinds()
     );
     sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *conn).await?;
     Ok(())
