@@ -99,8 +99,8 @@ impl Store {
     pub async fn put_objects(&self, episode: &str, objects: &[&StoredObject]) -> Result<(), StoreError> {
         let mut verified = Vec::with_capacity(objects.len());
         for (i, object) in objects.iter().copied().enumerate() {
-            let payload = object.verify(&format!("objects[{i}]"))?;
-            verified.push(ObjectWrite { payload, ..ObjectWrite::of(object, episode) });
+            object.verify(&format!("objects[{i}]"))?;
+            verified.push(ObjectWrite::of(object, episode));
         }
         let mut script = Script::new();
         insert_objects(&mut script, &verified);

@@ -7,7 +7,7 @@ use world_model::HashRef;
 
 use super::reads::{NO_EPISODE, Reader};
 use super::rows::{column_ref, world_from_row};
-use super::script::Script;
+use super::script::{Script, Value};
 use super::{LogEntry, REGISTRY_PREFIX, SELECTED_WORLD_HEAD, Store, StoreError, StoredObject, WorldRow};
 
 impl Store {
@@ -22,9 +22,9 @@ impl Store {
     /// after checking its payload hashes to its ref; identical objects are kept once (the
     /// first writer's provenance wins).
     pub async fn put_object(&self, object: &StoredObject) -> Result<(), StoreError> {
-        let payload = object.verify("object")?;
+        object.verify("object")?;
         let mut script = Script::new();
-        insert_objects(&mut script, &[ObjectWrite { payload, ..ObjectWrite::of(object, NO_EPISODE) }]);
+        insert_objects(&mut script, &[ObjectWrite::of(object, NO_EPISODE)]);
         let _turn = self.writer_turn().await;
         script.run(&mut *self.pool.acquire().await?).await
     }
@@ -93,11 +93,10 @@ pub(super) fn registry_key(name: &str) -> String {
     format!("{REGISTRY_PREFIX}{name}")
 }
 
-/// One object to write: its verified payload, the episode it is written for ([`NO_EPISODE`]
-/// for none) and the entry whose commit carries it, if a commit does.
+/// One object to write: a verified object, the episode it is written for ([`NO_EPISODE`] for
+/// none) and the entry whose commit carries it, if a commit does.
 pub(super) struct ObjectWrite<'a> {
     pub object: &'a StoredObject,
-    pub payload: &'a [u8],
     pub episode: &'a str,
     pub entry: Option<i64>,
 }
@@ -105,7 +104,7 @@ pub(super) struct ObjectWrite<'a> {
 impl<'a> ObjectWrite<'a> {
     /// `object`, verified when it was made or checked, written outside any commit.
     pub(super) fn of(object: &'a StoredObject, episode: &'a str) -> Self {
-        Self { object, payload: object.payload.as_deref().unwrap_or_default(), episode, entry: None }
+        Self { object, episode, entry: None }
     }
 }
 
@@ -124,37 +123,36 @@ pub(super) fn insert_objects(script: &mut Script, writes: &[ObjectWrite<'_>]) {
             .bind(object.interface_hash.to_string())
             .bind(object.semantic_id.as_str())
             .bind(object.provenance.as_str())
-            .bind(write.payload)
+            .bind(object.payload.as_deref().unwrap_or_default())
             .bind(write.episode)
             .bind(write.entry);
     });
+    let episodes: Vec<_> = writes.iter().map(|w| (w.object.hash, w.episode)).collect();
+    insert_beside_first_writer(script, "object_episodes", "episode", &episodes);
+    let entries: Vec<_> = writes.iter().filter_map(|w| Some((w.object.hash, w.entry?))).collect();
+    insert_beside_first_writer(script, "commit_objects", "entry_index", &entries);
+}
 
-    // The statements below run after the insert above, so each compares with the row its
-    // object has now. A row from before version 8 names neither and keeps gaining rows.
-    let mut seen = HashSet::with_capacity(writes.len());
-    let episodes: Vec<_> = writes.iter().map(|w| (w.object.hash, w.episode)).filter(|p| seen.insert(*p)).collect();
+/// Rows `(object_ref, column)` of `table` for those of `pairs` whose object's row names another
+/// value in its own `column`, each pair once. It runs after the objects' insert, so it compares
+/// with the row each object has now; a row from before version 8 names none, and keeps gaining
+/// rows.
+fn insert_beside_first_writer<T>(script: &mut Script, table: &str, column: &str, pairs: &[(HashRef, T)])
+where
+    T: Copy + Eq + std::hash::Hash + Into<Value>,
+{
+    let mut seen = HashSet::with_capacity(pairs.len());
+    let unique: Vec<_> = pairs.iter().filter(|pair| seen.insert(**pair)).collect();
     script.insert_rows(
-        "INSERT INTO object_episodes (object_ref, episode) SELECT v.column1, v.column2 FROM (",
+        &format!("INSERT INTO {table} (object_ref, {column}) SELECT v.column1, v.column2 FROM ("),
         2,
-        ") AS v JOIN objects o ON o.hash = v.column1 WHERE o.episode IS NULL OR o.episode <> v.column2 \
-         ON CONFLICT (object_ref, episode) DO NOTHING",
-        &episodes,
-        |script, (hash, episode)| {
-            script.bind(hash.to_string()).bind(*episode);
-        },
-    );
-    let mut seen = HashSet::with_capacity(writes.len());
-    let entries: Vec<_> =
-        writes.iter().filter_map(|w| Some((w.object.hash, w.entry?))).filter(|pair| seen.insert(*pair)).collect();
-    script.insert_rows(
-        "INSERT INTO commit_objects (object_ref, entry_index) SELECT v.column1, v.column2 FROM (",
-        2,
-        ") AS v JOIN objects o ON o.hash = v.column1 \
-         WHERE o.entry_index IS NULL OR o.entry_index <> v.column2 \
-         ON CONFLICT (object_ref, entry_index) DO NOTHING",
-        &entries,
-        |script, (hash, entry)| {
-            script.bind(hash.to_string()).bind(*entry);
+        &format!(
+            ") AS v JOIN objects o ON o.hash = v.column1 WHERE o.{column} IS NULL OR o.{column} <> v.column2 \
+             ON CONFLICT (object_ref, {column}) DO NOTHING"
+        ),
+        &unique,
+        |script, (hash, value)| {
+            script.bind(hash.to_string()).bind(*value);
         },
     );
 }
