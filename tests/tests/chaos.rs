@@ -521,6 +521,27 @@ async fn refused_requests_write_no_error_lines_while_a_tampered_interpreter_does
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_core_whose_capsule_directory_cannot_be_opened_refuses_to_start_and_says_which() {
+    let mut world = spin_world(&[]);
+    world.core.kill();
+    let missing = world.dir.path().join("no-such-dir");
+    let output = std::process::Command::new(bin("world-core"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--ailang-bin"])
+        .arg(bin("ailang"))
+        .arg("--store")
+        .arg(&world.store)
+        .arg("--capsule-dir")
+        .arg(&missing)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run a core");
+    assert!(!output.status.success());
+    let log = String::from_utf8_lossy(&output.stderr);
+    let expected = format!("cannot open the capsule roots directory {}", missing.display());
+    assert!(lines_at(&log, "ERROR").iter().any(|line| line.contains(&expected)), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_removed_under_a_serving_core_stops_it_and_calls_in_flight_are_not_committed() {
     let mut world = spin_world(&[]);
     let token = world.mint("ep1", &["world.apply=world:1000"], 3600);
